@@ -1,0 +1,85 @@
+// Throughput of the downstream paths on a large Result: Chrome export, save
+// (FlatBuffers) and load with verification. Events per second are reported as
+// items_per_second. PROFKIT_BENCH_EVENTS sets the size (default 10 M).
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "export/chrome_trace.h"
+#include "storage/trace_file.h"
+#include "trace/result_builder.h"
+
+namespace {
+
+uint64_t event_count() {
+  const char* env = std::getenv("PROFKIT_BENCH_EVENTS");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 10'000'000ull;
+}
+
+std::string scratch(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/profkit_bench_" + std::to_string(getpid()) + "_" + name;
+}
+
+// 8 threads of operator trees three deep, 50 distinct names.
+const profkit::Result& big_result() {
+  static std::unique_ptr<profkit::Result> result = [] {
+    profkit::ResultBuilder b({});
+    b.add_string("");
+    uint32_t names[50];
+    for (int i = 0; i < 50; ++i) names[i] = b.add_string("aten::operator_number_" + std::to_string(i));
+    const uint64_t total = event_count();
+    for (uint64_t t = 0; t < 8; ++t) {
+      const uint32_t thread = b.thread(1000 + t);
+      uint64_t ts = 1'000'000;
+      for (uint64_t i = 0; i < total / 8 / 3; ++i) {
+        b.add_event(thread, {ts, ts + 900, names[i % 50], PK_EVENT_FORWARD, 0, 0});
+        b.add_event(thread, {ts + 10, ts + 800, names[(i + 1) % 50], PK_EVENT_OPERATOR, 1, 0});
+        b.add_event(thread, {ts + 20, ts + 700, names[(i + 2) % 50], PK_EVENT_OPERATOR_INNER, 2, 0});
+        ts += 1000;
+      }
+    }
+    return b.finish();
+  }();
+  return *result;
+}
+
+void BM_ExportChrome(benchmark::State& state) {
+  const profkit::Result& r = big_result();
+  const std::string path = scratch("export.trace.json");
+  for (auto _ : state) profkit::export_chrome_trace(r, path, profkit::ChromeOptions{});
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.host_events.size()));
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_ExportChrome)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+void BM_Save(benchmark::State& state) {
+  const profkit::Result& r = big_result();
+  const std::string path = scratch("save.pktrace");
+  for (auto _ : state) profkit::save_result(r, path);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.host_events.size()));
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_Save)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+void BM_LoadVerified(benchmark::State& state) {
+  const profkit::Result& r = big_result();
+  const std::string path = scratch("load.pktrace");
+  profkit::save_result(r, path);
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto loaded = profkit::load_result(path);  // maps, verifies, checks every event
+    events = loaded->host_events.size();
+    benchmark::DoNotOptimize(events);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_LoadVerified)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,202 @@
+// Recording entry points of the C ABI: names, the hot path, state and steps,
+// configuration. The hot-path functions are thin wrappers over the inline
+// ThreadBuffer methods; everything else goes through guarded().
+#include <string>
+
+#include "capi_guard.h"
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "recorder/chunk.h"
+#include "recorder/name_table.h"
+#include "recorder/recorder.h"
+#include "recorder/thread_buffer.h"
+#include "recorder/thread_registry.h"
+
+using profkit::guarded;
+using profkit::RecordKind;
+using profkit::ThreadBuffer;
+
+namespace {
+
+// The recording paths, out of line so that the not-recording path of each
+// entry point is a load, a test and a return (the call below is a tail jump).
+PK_NOINLINE void begin_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, static_cast<uint8_t>(type));
+}
+
+PK_NOINLINE void end_recording(uint32_t window) noexcept {
+  ThreadBuffer* tb = profkit::t_thread_buffer;
+  if (PK_UNLIKELY(tb == nullptr)) {
+    profkit::Recorder::count_unmatched_without_buffer();
+    return;
+  }
+  tb->end(window);
+}
+
+PK_NOINLINE void begin_str_recording(uint32_t window, const char* name, pk_event_type type) noexcept {
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (tb != nullptr) tb->begin(window, profkit::intern_cached(name), static_cast<uint8_t>(type));
+}
+
+PK_NOINLINE void instant_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (tb != nullptr) tb->instant(window, name, static_cast<uint8_t>(type));
+}
+
+PK_NOINLINE void arg_recording(uint32_t window, pk_name_id key, RecordKind kind, uint64_t value) noexcept {
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (tb != nullptr) tb->arg(window, key, kind, value);
+}
+
+PK_NOINLINE void memory_recording(uint32_t window, int32_t device, uint64_t address, int64_t bytes,
+                                  uint64_t total_allocated, uint64_t total_reserved) noexcept {
+  (void)window;
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (tb == nullptr) return;
+  const uint64_t now = profkit::read_ticks();
+  const profkit::RawRecord group[3] = {
+      {now, address, static_cast<uint32_t>(device), 0, 0, RecordKind::kMemory},
+      {static_cast<uint64_t>(bytes), total_allocated, 0, 0, 0, RecordKind::kMemoryMore},
+      {total_reserved, 0, 0, 0, 0, RecordKind::kMemoryMore},
+  };
+  tb->append_group(group, 3);
+}
+
+}  // namespace
+
+extern "C" {
+
+PK_API pk_name_id pk_intern(const char* utf8_name) noexcept {
+  if (utf8_name == nullptr) return 0;
+  pk_name_id id = 0;
+  guarded("pk_intern", [&] { id = profkit::NameTable::instance().intern(utf8_name); });
+  return id;
+}
+
+PK_API const char* pk_name_string(pk_name_id id) noexcept { return profkit::NameTable::instance().lookup(id); }
+
+PK_API void pk_begin_event(pk_name_id name, pk_event_type type) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  begin_recording(window, name, type);
+}
+
+PK_API void pk_end_event(void) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  end_recording(window);
+}
+
+PK_API void pk_begin_event_str(const char* utf8_name, pk_event_type type) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  begin_str_recording(window, utf8_name, type);
+}
+
+PK_API void pk_instant_event(pk_name_id name, pk_event_type type) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  instant_recording(window, name, type);
+}
+
+PK_API void pk_event_arg_int(pk_name_id key, int64_t value) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  arg_recording(window, key, RecordKind::kArgInt, static_cast<uint64_t>(value));
+}
+
+PK_API void pk_event_arg_str(pk_name_id key, const char* utf8_value) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  arg_recording(window, key, RecordKind::kArgStr, profkit::intern_cached(utf8_value));
+}
+
+PK_API uint64_t pk_now_ns(void) noexcept { return profkit::monotonic_ns(); }
+
+PK_API pk_status pk_set_thread_name(const char* utf8_name) noexcept {
+  return guarded("pk_set_thread_name", [&] {
+    profkit::require(utf8_name, "pk_set_thread_name", "utf8_name");
+    ThreadBuffer* tb = profkit::current_thread_buffer();
+    if (tb == nullptr) {
+      throw profkit::Error(PK_ERR_INVALID_STATE, "pk_set_thread_name: this thread is exiting");
+    }
+    tb->set_name(utf8_name);
+  });
+}
+
+PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, uint64_t total_allocated,
+                             uint64_t total_reserved) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  memory_recording(window, device, address, bytes, total_allocated, total_reserved);
+}
+
+PK_API pk_status pk_set_state(pk_state state) noexcept {
+  return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(state); });
+}
+
+PK_API pk_state pk_get_state(void) noexcept { return profkit::Recorder::instance().state(); }
+
+PK_API pk_status pk_step(uint64_t num_samples) noexcept {
+  return guarded("pk_step", [&] { profkit::Recorder::instance().step(num_samples); });
+}
+
+PK_API pk_status pk_step_begin(uint64_t step_number) noexcept {
+  return guarded("pk_step_begin", [&] { profkit::Recorder::instance().step_begin(step_number); });
+}
+
+PK_API pk_status pk_step_end(uint64_t num_samples) noexcept {
+  return guarded("pk_step_end", [&] { profkit::Recorder::instance().step_end(num_samples); });
+}
+
+PK_API uint64_t pk_current_step(void) noexcept {
+  uint64_t step = 0;
+  guarded("pk_current_step", [&] { step = profkit::Recorder::instance().current_step(); });
+  return step;
+}
+
+PK_API pk_status pk_set_memory_cap(uint64_t bytes) noexcept {
+  return guarded("pk_set_memory_cap", [&] {
+    if (bytes < profkit::Chunk::kBytes) {
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, "pk_set_memory_cap: " + std::to_string(bytes) +
+                                                        " bytes is below one record buffer (" +
+                                                        std::to_string(profkit::Chunk::kBytes) + " bytes)");
+    }
+    profkit::MemoryBudget::set_cap(bytes);
+  });
+}
+
+PK_API uint64_t pk_get_memory_cap(void) noexcept { return profkit::MemoryBudget::cap(); }
+
+PK_API pk_status pk_set_rank(int32_t rank, int32_t world_size) noexcept {
+  return guarded("pk_set_rank", [&] { profkit::Recorder::instance().set_rank(rank, world_size); });
+}
+
+PK_API pk_status pk_set_metadata(const char* key, const char* value) noexcept {
+  return guarded("pk_set_metadata", [&] {
+    profkit::require(key, "pk_set_metadata", "key");
+    if (value == nullptr) {
+      profkit::Recorder::instance().set_metadata(key, nullptr);
+    } else {
+      const std::string v(value);
+      profkit::Recorder::instance().set_metadata(key, &v);
+    }
+  });
+}
+
+PK_API pk_status pk_get_counters(pk_counters* out) noexcept {
+  return guarded("pk_get_counters", [&] {
+    const profkit::CounterTotals t = profkit::ThreadRegistry::instance().totals();
+    pk_counters c{};
+    c.recorded_events = t.recorded_events;
+    c.dropped_events = t.dropped_events;
+    c.unmatched_ends = t.unmatched_ends + profkit::Recorder::unmatched_without_buffer_total();
+    c.overflowed_events = t.overflowed_events;
+    c.memory_used = profkit::MemoryBudget::used();
+    c.memory_cap = profkit::MemoryBudget::cap();
+    profkit::copy_versioned(out, c, "pk_get_counters");
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,16 @@
+// Compiler helpers shared by the engine. Header-only; no state.
+#pragma once
+
+#define PK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PK_NOINLINE __attribute__((noinline))
+#define PK_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// Thread-locals of the hot path: __thread (constant-initialized, so no C++
+// TLS wrapper call). The engine is compiled with TLS descriptors
+// (-mtls-dialect=gnu2, see cpp/CMakeLists.txt): when glibc can place the
+// library's small TLS block in static TLS — the usual case — an access is a
+// call to a two-instruction resolver; when it cannot (many other libraries
+// loaded first) it still works, unlike the initial-exec model, which makes
+// dlopen fail with "cannot allocate memory in static TLS block".
+#define PK_TLS_FAST __thread

@@ -1,0 +1,581 @@
+#include "export/chrome_trace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/atomic_file.h"
+#include "common/event_types.h"
+#include "export/json_escape.h"
+
+namespace profkit {
+
+namespace {
+
+constexpr size_t kFlushBytes = 1 << 20;
+
+std::string_view copy_kind_name(uint8_t kind) {
+  switch (kind) {
+    case 1:
+      return "HtoD";
+    case 2:
+      return "DtoH";
+    case 3:
+      return "HtoA";
+    case 4:
+      return "AtoH";
+    case 5:
+      return "AtoA";
+    case 6:
+      return "AtoD";
+    case 7:
+      return "DtoA";
+    case 8:
+      return "DtoD";
+    case 9:
+      return "HtoH";
+    case 10:
+      return "PtoP";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string_view memory_kind_name(uint8_t kind) {
+  switch (kind) {
+    case 1:
+      return "Pageable";
+    case 2:
+      return "Pinned";
+    case 3:
+      return "Device";
+    case 4:
+      return "Array";
+    case 5:
+      return "Managed";
+    case 6:
+      return "DeviceStatic";
+    case 7:
+      return "ManagedStatic";
+    default:
+      return "Unknown";
+  }
+}
+
+// Raw output buffer: events are formatted straight into it through a char
+// pointer (std::string appends cost several times more per event).
+class OutBuffer {
+ public:
+  explicit OutBuffer(AtomicFileWriter& out) : out_(out), data_(new char[kCapacity]) {}
+  // A pointer with room for `n` more bytes; finish with advance().
+  char* room(size_t n) {
+    if (kCapacity - used_ < n) flush();
+    if (n > kCapacity) return big(n);
+    return data_.get() + used_;
+  }
+  void advance(char* end) {
+    if (big_) {
+      out_.write(big_.get(), static_cast<size_t>(end - big_.get()));
+      big_.reset();
+      return;
+    }
+    used_ = static_cast<size_t>(end - data_.get());
+  }
+  void flush() {
+    out_.write(data_.get(), used_);
+    used_ = 0;
+  }
+  bool nearly_full() const { return used_ >= kFlushBytes; }
+
+ private:
+  static constexpr size_t kCapacity = kFlushBytes + (1 << 16);
+  char* big(size_t n) {  // one oversized item (a huge name)
+    big_.reset(new char[n]);
+    return big_.get();
+  }
+  AtomicFileWriter& out_;
+  std::unique_ptr<char[]> data_;
+  std::unique_ptr<char[]> big_;
+  size_t used_ = 0;
+};
+
+inline char* copy(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+// ns as µs with three decimals: 1234567 -> "1234.567".
+inline char* write_us(char* p, uint64_t ns) {
+  p = std::to_chars(p, p + 24, ns / 1000).ptr;
+  const auto frac = static_cast<unsigned>(ns % 1000);
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + frac / 100);
+  p[2] = static_cast<char>('0' + frac / 10 % 10);
+  p[3] = static_cast<char>('0' + frac % 10);
+  return p + 4;
+}
+
+class ChromeTraceWriter {
+ public:
+  ChromeTraceWriter(const Result& r, const ChromeOptions& options, AtomicFileWriter& out)
+      : r_(r), options_(options), out_(out) {
+    names_.resize(r.strings.size());
+    for (size_t i = 0; i < r.strings.size(); ++i) append_json_escaped(names_[i], r.strings.view(i));
+    base_ns_ = r.info.start_ns;
+    for (const ThreadRecord& t : r.threads) {
+      if (t.event_count > 0) base_ns_ = std::min(base_ns_, r.host_events[t.first_event].start_ns);
+    }
+    for (const pk_device_event& d : r.device_events) base_ns_ = std::min(base_ns_, d.start_ns);
+    pid_ = r.info.pid;
+    for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
+      complete_prefix_[t] = "\"ph\":\"X\",\"cat\":\"" + std::string(event_type_name(t)) + "\",\"name\":\"";
+    }
+  }
+
+  void write() {
+    put("{\"traceEvents\":[\n");
+    write_process_metadata();
+    write_host_events();
+    write_device_events();
+    if (options_.include_flows) write_flows();
+    write_drop_marker();
+    put("\n],\n\"displayTimeUnit\":\"ms\",\n\"profkit\":");
+    write_metadata_object();
+    put("}\n");
+    flush();
+  }
+
+ private:
+  // ---- low-level output ----
+  // Starts a trace event: a comma between events, none after the last.
+  void open_event() {
+    if (!first_event_) put(",\n");
+    first_event_ = false;
+    put_char('{');
+  }
+  void put(std::string_view s) { buf_.advance(copy(buf_.room(s.size()), s)); }
+  void put_char(char c) {
+    char* p = buf_.room(1);
+    *p = c;
+    buf_.advance(p + 1);
+  }
+  void put_uint(uint64_t v) {
+    char* p = buf_.room(24);
+    buf_.advance(std::to_chars(p, p + 24, v).ptr);
+  }
+  void put_int(int64_t v) {
+    char* p = buf_.room(24);
+    buf_.advance(std::to_chars(p, p + 24, v).ptr);
+  }
+  void put_double(double v) {
+    char tmp[32];
+    const int n = std::snprintf(tmp, sizeof tmp, "%.6g", v);
+    put(std::string_view(tmp, static_cast<size_t>(n)));
+  }
+  void put_us(uint64_t ns) {
+    char* p = buf_.room(32);
+    buf_.advance(write_us(p, ns));
+  }
+  const std::string& name(uint32_t id) const { return id < names_.size() ? names_[id] : empty_; }
+  void put_name(uint32_t id) { put(name(id)); }
+  void put_quoted(std::string_view text) {
+    std::string quoted;
+    quoted += '"';
+    append_json_escaped(quoted, text);
+    quoted += '"';
+    put(quoted);
+  }
+  void maybe_flush() {
+    if (buf_.nearly_full()) buf_.flush();
+  }
+  void flush() { buf_.flush(); }
+
+  void put_duration_label(uint64_t ns) {
+    char tmp[48];
+    int n;
+    if (ns < 1000) {
+      n = std::snprintf(tmp, sizeof tmp, "[%llu ns]", static_cast<unsigned long long>(ns));
+    } else if (ns < 1000000) {
+      n = std::snprintf(tmp, sizeof tmp, "[%.2f us]", static_cast<double>(ns) / 1e3);
+    } else if (ns < 1000000000) {
+      n = std::snprintf(tmp, sizeof tmp, "[%.2f ms]", static_cast<double>(ns) / 1e6);
+    } else {
+      n = std::snprintf(tmp, sizeof tmp, "[%.2f s]", static_cast<double>(ns) / 1e9);
+    }
+    put(std::string_view(tmp, static_cast<size_t>(n)));
+  }
+
+  uint64_t host_lane(uint64_t tid, uint32_t type) const { return is_python_layer(type) ? tid : tid + kCppLaneOffset; }
+  uint64_t device_pid(uint32_t device) const { return pid_ + kDeviceProcessStride * (device + 1ull); }
+
+  // ---- metadata events ----
+  void meta_event(std::string_view what, uint64_t pid, uint64_t tid, std::string_view arg_key,
+                  std::string_view quoted_value) {
+    open_event();
+    put("\"ph\":\"M\",\"name\":\"");
+    put(what);
+    put("\",\"pid\":");
+    put_uint(pid);
+    put(",\"tid\":");
+    put_uint(tid);
+    put(",\"args\":{\"");
+    put(arg_key);
+    put("\":");
+    put(quoted_value);
+    put("}}");
+  }
+
+  void write_process_metadata() {
+    std::string label = "Process " + std::to_string(pid_) + " (CPU)";
+    if (r_.info.rank >= 0) label += " rank " + std::to_string(r_.info.rank);
+    meta_event("process_name", pid_, 0, "name", json_quoted(label));
+    meta_event("process_sort_index", pid_, 0, "sort_index", "0");
+    for (size_t t = 0; t < r_.threads.size(); ++t) {
+      const ThreadRecord& th = r_.threads[t];
+      const std::string base = th.name.empty() ? "Thread " + std::to_string(th.tid) : th.name;
+      bool has_python = false;
+      bool has_cpp = false;
+      for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
+        (is_python_layer(r_.host_events[i].type) ? has_python : has_cpp) = true;
+        if (has_python && has_cpp) break;
+      }
+      // Python lane directly above the C++ lane of the same thread.
+      const std::string sort = std::to_string(2 * t);
+      const std::string sort_cpp = std::to_string(2 * t + 1);
+      if (has_python) {
+        meta_event("thread_name", pid_, th.tid, "name",
+                   json_quoted(base + " (Python) [" + std::to_string(th.tid) + "]"));
+        meta_event("thread_sort_index", pid_, th.tid, "sort_index", sort);
+      }
+      if (has_cpp) {
+        const uint64_t lane = th.tid + kCppLaneOffset;
+        meta_event("thread_name", pid_, lane, "name", json_quoted(base + " (C++) [" + std::to_string(th.tid) + "]"));
+        meta_event("thread_sort_index", pid_, lane, "sort_index", sort_cpp);
+      }
+    }
+    std::set<std::pair<uint32_t, uint32_t>> lanes;  // (device, stream)
+    for (const pk_device_event& d : r_.device_events) lanes.emplace(d.device, d.stream);
+    uint32_t last_device = UINT32_MAX;
+    for (const auto& [device, stream] : lanes) {
+      const uint64_t pid = device_pid(device);
+      if (device != last_device) {
+        std::string gpu_label = "GPU " + std::to_string(device);
+        for (const DeviceInfo& info : r_.devices) {
+          if (static_cast<uint32_t>(info.id) == device && !info.name.empty()) gpu_label += " (" + info.name + ")";
+        }
+        meta_event("process_name", pid, 0, "name", json_quoted(gpu_label));
+        meta_event("process_sort_index", pid, 0, "sort_index", std::to_string(device + 1));
+        last_device = device;
+      }
+      meta_event("thread_name", pid, stream, "name", json_quoted("Stream " + std::to_string(stream)));
+      meta_event("thread_sort_index", pid, stream, "sort_index", std::to_string(stream));
+    }
+  }
+
+  // ---- events ----
+  void begin_event(std::string_view ph, uint32_t type, uint32_t name, uint64_t start_ns, uint64_t end_ns) {
+    open_event();
+    put("\"ph\":\"");
+    put(ph);
+    put("\",\"cat\":\"");
+    put(event_type_name(type));
+    put("\",\"name\":\"");
+    put_name(name);
+    if (options_.label_durations && ph == "X") put_duration_label(end_ns - start_ns);
+    put("\",\"ts\":");
+    put_us(start_ns - base_ns_);
+  }
+
+  void write_host_events() {
+    const pk_event_arg* arg = r_.event_args.begin();
+    const pk_event_arg* args_end = r_.event_args.end();
+    for (const ThreadRecord& th : r_.threads) {
+      // The end of every event on a lane is the same: pid, tid, brace.
+      const std::string python_tail = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(th.tid);
+      const std::string cpp_tail =
+          ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(th.tid + kCppLaneOffset);
+      for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
+        const pk_host_event& e = r_.host_events[i];
+        while (arg != args_end && arg->event < i) ++arg;
+        const bool has_args = arg != args_end && arg->event == i;
+        const bool instant = (e.flags & PK_HOST_EVENT_INSTANT) != 0;
+        if (instant || has_args || options_.label_durations) {
+          write_host_event_slow(e, th, arg, args_end, instant);
+          continue;
+        }
+        // The common case, formatted in one go.
+        const std::string& event_name = name(e.name);
+        char* p = buf_.room(event_name.size() + 160);
+        if (!first_event_) p = copy(p, ",\n");
+        first_event_ = false;
+        *p++ = '{';
+        p = copy(p, complete_prefix_[e.type]);
+        p = copy(p, event_name);
+        p = copy(p, "\",\"ts\":");
+        p = write_us(p, e.start_ns - base_ns_);
+        p = copy(p, ",\"dur\":");
+        p = write_us(p, e.end_ns - e.start_ns);
+        p = copy(p, is_python_layer(e.type) ? python_tail : cpp_tail);
+        *p++ = '}';
+        buf_.advance(p);
+        maybe_flush();
+      }
+    }
+  }
+
+  void write_host_event_slow(const pk_host_event& e, const ThreadRecord& th, const pk_event_arg*& arg,
+                             const pk_event_arg* args_end, bool instant) {
+    const uint64_t i = static_cast<uint64_t>(&e - r_.host_events.data());
+    begin_event(instant ? "i" : "X", e.type, e.name, e.start_ns, e.end_ns);
+    if (instant) {
+      put(",\"s\":\"t\"");
+    } else {
+      put(",\"dur\":");
+      put_us(e.end_ns - e.start_ns);
+    }
+    put(",\"pid\":");
+    put_uint(pid_);
+    put(",\"tid\":");
+    put_uint(host_lane(th.tid, e.type));
+    if (arg != args_end && arg->event == i) {
+      put(",\"args\":{");
+      bool first = true;
+      for (; arg != args_end && arg->event == i; ++arg) {
+        if (!first) put_char(',');
+        first = false;
+        put_char('"');
+        put_name(arg->key);
+        put("\":");
+        if (arg->kind == PK_ARG_INT) {
+          put_int(arg->value);
+        } else {
+          put_char('"');
+          put_name(static_cast<uint32_t>(arg->value));
+          put_char('"');
+        }
+      }
+      put_char('}');
+    }
+    put_char('}');
+    maybe_flush();
+  }
+
+  void write_device_events() {
+    for (size_t i = 0; i < r_.device_events.size(); ++i) {
+      const pk_device_event& d = r_.device_events[i];
+      begin_event("X", d.type, d.name, d.start_ns, d.end_ns);
+      put(",\"dur\":");
+      put_us(d.end_ns - d.start_ns);
+      put(",\"pid\":");
+      put_uint(device_pid(d.device));
+      put(",\"tid\":");
+      put_uint(d.stream);
+      put(",\"args\":{\"device\":");
+      put_uint(d.device);
+      put(",\"stream\":");
+      put_uint(d.stream);
+      put(",\"context\":");
+      put_uint(d.context);
+      put(",\"correlation id\":");
+      put_uint(d.correlation_id);
+      if (d.type == PK_EVENT_KERNEL && d.detail < r_.kernel_details.size()) {
+        write_kernel_args(r_.kernel_details[d.detail]);
+      } else if (d.type != PK_EVENT_KERNEL && d.detail < r_.memory_op_details.size()) {
+        write_memory_op_args(d, r_.memory_op_details[d.detail]);
+      }
+      put("}}");
+      maybe_flush();
+    }
+  }
+
+  void write_kernel_args(const pk_kernel_detail& k) {
+    put(",\"grid\":[");
+    put_uint(k.grid[0]);
+    put_char(',');
+    put_uint(k.grid[1]);
+    put_char(',');
+    put_uint(k.grid[2]);
+    put("],\"block\":[");
+    put_uint(k.block[0]);
+    put_char(',');
+    put_uint(k.block[1]);
+    put_char(',');
+    put_uint(k.block[2]);
+    put("],\"registers per thread\":");
+    put_uint(k.registers_per_thread);
+    put(",\"shared memory\":");
+    put_uint(static_cast<uint64_t>(k.static_shared_memory) + k.dynamic_shared_memory);
+    put(",\"static shared memory\":");
+    put_uint(k.static_shared_memory);
+    put(",\"dynamic shared memory\":");
+    put_uint(k.dynamic_shared_memory);
+    put(",\"blocks per SM\":");
+    put_double(k.blocks_per_sm);
+    put(",\"warps per SM\":");
+    put_double(k.warps_per_sm);
+    put(",\"theoretical occupancy %\":");
+    put_double(k.occupancy * 100.0);
+  }
+
+  void write_memory_op_args(const pk_device_event& d, const pk_memory_op_detail& m) {
+    put(",\"bytes\":");
+    put_uint(m.bytes);
+    if (d.type == PK_EVENT_MEMCPY) {
+      put(",\"kind\":\"");
+      put(copy_kind_name(m.copy_kind));
+      put_char('"');
+    } else {
+      put(",\"value\":");
+      put_uint(m.value);
+    }
+    put(",\"src kind\":\"");
+    put(memory_kind_name(m.src_kind));
+    put("\",\"dst kind\":\"");
+    put(memory_kind_name(m.dst_kind));
+    put("\",\"bandwidth GB/s\":");
+    const uint64_t ns = d.end_ns - d.start_ns;
+    put_double(ns == 0 ? 0.0 : static_cast<double>(m.bytes) / static_cast<double>(ns));
+  }
+
+  void write_flows() {
+    for (size_t i = 0; i < r_.device_events.size(); ++i) {
+      const pk_device_event& d = r_.device_events[i];
+      if (d.launch_event == PK_NO_EVENT || d.launch_event >= r_.host_events.size()) continue;
+      const pk_host_event& launch = r_.host_events[d.launch_event];
+      const uint64_t tid = r_.threads[r_.thread_of(d.launch_event)].tid;
+      open_event();
+      put("\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
+      put_uint(i + 1);
+      put(",\"ts\":");
+      put_us(launch.start_ns - base_ns_);
+      put(",\"pid\":");
+      put_uint(pid_);
+      put(",\"tid\":");
+      put_uint(host_lane(tid, launch.type));
+      put_char('}');
+      open_event();
+      put("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
+      put_uint(i + 1);
+      put(",\"ts\":");
+      put_us(d.start_ns - base_ns_);
+      put(",\"pid\":");
+      put_uint(device_pid(d.device));
+      put(",\"tid\":");
+      put_uint(d.stream);
+      put_char('}');
+      maybe_flush();
+    }
+  }
+
+  void write_drop_marker() {
+    const ResultInfo& i = r_.info;
+    const uint64_t lost = i.dropped_events + i.overflowed_events + i.dropped_device_records;
+    if (lost == 0) return;
+    // A global instant marker so nobody mistakes a capped trace for a whole one.
+    open_event();
+    put("\"ph\":\"i\",\"s\":\"g\",\"cat\":\"profkit\",\"name\":");
+    put_quoted("profkit: " + std::to_string(lost) +
+               " events were dropped (memory cap, nesting limit or GPU buffers); see the profkit metadata");
+    put(",\"ts\":");
+    put_us(i.end_ns > base_ns_ ? i.end_ns - base_ns_ : 0);
+    put(",\"pid\":");
+    put_uint(pid_);
+    put(",\"tid\":0}");
+  }
+
+  void kv_uint(std::string_view key, uint64_t v, bool comma = true) {
+    put_quoted(key);
+    put_char(':');
+    put_uint(v);
+    if (comma) put_char(',');
+  }
+  void kv_int(std::string_view key, int64_t v) {
+    put_quoted(key);
+    put_char(':');
+    put_int(v);
+    put_char(',');
+  }
+  void kv_str(std::string_view key, std::string_view v) {
+    put_quoted(key);
+    put_char(':');
+    put_quoted(v);
+    put_char(',');
+  }
+
+  void write_metadata_object() {
+    const ResultInfo& i = r_.info;
+    put_char('{');
+    kv_str("profkit_version", i.profkit_version);
+    kv_uint("schema_version", i.schema_version);
+    kv_str("hostname", i.hostname);
+    kv_uint("pid", i.pid);
+    kv_int("rank", i.rank);
+    kv_int("world_size", i.world_size);
+    kv_uint("span_index", i.span_index);
+    kv_uint("base_ns", base_ns_);
+    kv_int("base_wall_ns", static_cast<int64_t>(base_ns_) + i.clock_offset_ns);
+    kv_uint("start_ns", i.start_ns);
+    kv_uint("end_ns", i.end_ns);
+    kv_int("clock_offset_ns", i.clock_offset_ns);
+    kv_uint("host_event_count", r_.host_events.size());
+    kv_uint("device_event_count", r_.device_events.size());
+    kv_uint("dropped_events", i.dropped_events);
+    kv_uint("unmatched_ends", i.unmatched_ends);
+    kv_uint("overflowed_events", i.overflowed_events);
+    kv_uint("unfinished_events", i.unfinished_events);
+    kv_uint("dropped_device_records", i.dropped_device_records);
+    kv_uint("unattached_device_records", i.unattached_device_records);
+    put("\"devices\":[");
+    for (size_t k = 0; k < r_.devices.size(); ++k) {
+      const DeviceInfo& d = r_.devices[k];
+      if (k > 0) put_char(',');
+      put_char('{');
+      kv_int("id", d.id);
+      kv_str("name", d.name);
+      kv_int("sm_count", d.sm_count);
+      kv_str("compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor));
+      kv_uint("total_memory", d.total_memory);
+      kv_int("max_threads_per_sm", d.max_threads_per_sm);
+      kv_int("max_registers_per_sm", d.max_registers_per_sm);
+      kv_int("max_shared_memory_per_sm", d.max_shared_memory_per_sm);
+      kv_int("max_blocks_per_sm", d.max_blocks_per_sm);
+      kv_uint("warp_size", static_cast<uint64_t>(d.warp_size), false);
+      put_char('}');
+    }
+    put("],\"metadata\":{");
+    for (size_t k = 0; k < r_.metadata.size(); ++k) {
+      if (k > 0) put_char(',');
+      put_quoted(r_.metadata[k].first);
+      put_char(':');
+      put_quoted(r_.metadata[k].second);
+    }
+    put("}}");
+  }
+
+  const Result& r_;
+  const ChromeOptions& options_;
+  AtomicFileWriter& out_;
+  OutBuffer buf_{out_};
+  std::vector<std::string> names_;
+  std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
+  const std::string empty_;
+  uint64_t base_ns_ = 0;
+  uint64_t pid_ = 0;
+  bool first_event_ = true;
+};
+
+}  // namespace
+
+void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options) {
+  AtomicFileWriter out(path);
+  ChromeTraceWriter(result, options, out).write();
+  out.commit();
+}
+
+}  // namespace profkit

@@ -1,0 +1,32 @@
+// Chrome-trace JSON export (chrome://tracing, ui.perfetto.dev).
+//
+// Layout: host events on their OS process, each thread split into a Python
+// lane (ProfileStep, Forward, Backward, Dataloader, Optimization, PythonOp,
+// PythonUserDefined) above a C++ lane (Operator, OperatorInner, UserDefined,
+// CudaRuntime, Communication); GPU activity on one process per device with a
+// lane per stream; flow arrows from each launch to its GPU work; metadata
+// events naming processes and lanes; and a top-level "profkit" object with
+// the run's metadata. Times are µs with ns precision relative to base_ns.
+//
+// The file is streamed through a temporary renamed into place.
+// Thread-safety: reentrant; the Result is only read.
+#pragma once
+
+#include <string>
+
+#include "trace/result.h"
+
+namespace profkit {
+
+struct ChromeOptions {
+  bool label_durations = false;  // "name[1.23 ms]"
+  bool include_flows = true;     // launch -> GPU arrows
+};
+
+void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options);
+
+// Lane ids, shared with tools that merge traces.
+constexpr uint64_t kCppLaneOffset = 1000000000ull;      // tid of a thread's C++ lane = tid + offset
+constexpr uint64_t kDeviceProcessStride = 10000000ull;  // GPU d of pid p = p + stride * (d + 1)
+
+}  // namespace profkit

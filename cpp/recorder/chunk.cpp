@@ -1,0 +1,76 @@
+#include "recorder/chunk.h"
+
+#include <sys/mman.h>
+
+#include <mutex>
+#include <new>
+
+namespace profkit {
+namespace {
+std::atomic<uint64_t> g_used{0};
+std::atomic<uint64_t> g_cap{MemoryBudget::kDefaultCap};
+}  // namespace
+
+bool MemoryBudget::try_reserve(uint64_t bytes) noexcept {
+  uint64_t used = g_used.load(std::memory_order_relaxed);
+  do {
+    if (used + bytes > g_cap.load(std::memory_order_relaxed)) return false;
+  } while (!g_used.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void MemoryBudget::release(uint64_t bytes) noexcept { g_used.fetch_sub(bytes, std::memory_order_relaxed); }
+uint64_t MemoryBudget::used() noexcept { return g_used.load(std::memory_order_relaxed); }
+uint64_t MemoryBudget::cap() noexcept { return g_cap.load(std::memory_order_relaxed); }
+void MemoryBudget::set_cap(uint64_t bytes) noexcept { g_cap.store(bytes, std::memory_order_relaxed); }
+
+Chunk* Chunk::allocate() noexcept {
+  if (!MemoryBudget::try_reserve(kBytes)) return nullptr;
+  void* memory = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory == MAP_FAILED) {
+    MemoryBudget::release(kBytes);
+    return nullptr;
+  }
+  return new (memory) Chunk();
+}
+
+void Chunk::release(Chunk* chunk) noexcept {
+  if (chunk == nullptr) return;
+  chunk->~Chunk();
+  ::munmap(chunk, kBytes);
+  MemoryBudget::release(kBytes);
+}
+
+namespace {
+std::mutex g_pool_mutex;
+Chunk* g_pool = nullptr;
+}  // namespace
+
+void ChunkPool::put(Chunk* chunk) noexcept {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  chunk->next = g_pool;
+  g_pool = chunk;
+}
+
+Chunk* ChunkPool::take() noexcept {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  Chunk* c = g_pool;
+  if (c != nullptr) g_pool = c->next;
+  return c;
+}
+
+void ChunkPool::trim() noexcept {
+  Chunk* list = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    list = g_pool;
+    g_pool = nullptr;
+  }
+  while (list != nullptr) {
+    Chunk* next = list->next;
+    Chunk::release(list);
+    list = next;
+  }
+}
+
+}  // namespace profkit

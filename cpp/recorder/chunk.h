@@ -1,0 +1,83 @@
+// Chunk: a fixed-size block of RawRecords written by one thread and read by
+// the collector, and ChunkStack: a lock-free stack of chunks.
+//
+// Protocol: the owning thread writes records[i] and then publishes
+// `committed = i + 1` with a release store; the collector reads `committed`
+// with acquire and copies records[consumed, committed). Only the collector
+// (serialized by the collect lock) touches `consumed` and `next`.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "recorder/raw_record.h"
+
+namespace profkit {
+
+struct Chunk {
+  static constexpr size_t kBytes = 256 * 1024;
+  static constexpr size_t kHeaderBytes = 64;
+  static constexpr uint32_t kCapacity = (kBytes - kHeaderBytes) / sizeof(RawRecord);
+
+  std::atomic<uint32_t> committed{0};
+  uint32_t consumed = 0;
+  Chunk* next = nullptr;
+  alignas(64) RawRecord records[kCapacity];
+
+  // Maps a new chunk against the memory budget, its pages populated up front
+  // (one batched fault instead of one per page on the hot path); nullptr when
+  // over the cap or out of memory. Never throws.
+  static Chunk* allocate() noexcept;
+  // Unmaps and returns the memory to the budget.
+  static void release(Chunk* chunk) noexcept;
+
+  void reset() noexcept {
+    committed.store(0, std::memory_order_relaxed);
+    consumed = 0;
+    next = nullptr;
+  }
+};
+static_assert(sizeof(Chunk) <= Chunk::kBytes, "chunk header too large");
+
+// A Treiber stack where any number of threads may push and whole-stack
+// take_all() is the only way to pop, so there is no ABA hazard.
+class ChunkStack {
+ public:
+  void push(Chunk* chunk) noexcept {
+    Chunk* head = head_.load(std::memory_order_relaxed);
+    do {
+      chunk->next = head;
+    } while (!head_.compare_exchange_weak(head, chunk, std::memory_order_release, std::memory_order_relaxed));
+  }
+  // Returns the chunks in LIFO order (most recently pushed first).
+  Chunk* take_all() noexcept { return head_.exchange(nullptr, std::memory_order_acquire); }
+
+ private:
+  std::atomic<Chunk*> head_{nullptr};
+};
+
+// Spare chunks of threads that have exited, for threads that have none of
+// their own. Thread-safe: a mutex, taken only on the refill path (once per
+// Chunk::kCapacity records) and by the collector.
+class ChunkPool {
+ public:
+  static void put(Chunk* chunk) noexcept;
+  static Chunk* take() noexcept;
+  // Frees every pooled chunk (profiling has closed).
+  static void trim() noexcept;
+};
+
+// Bytes held by chunks, against the configurable cap (default 1 GiB).
+// Thread-safe (atomics).
+class MemoryBudget {
+ public:
+  static constexpr uint64_t kDefaultCap = 1ull << 30;
+  static bool try_reserve(uint64_t bytes) noexcept;
+  static void release(uint64_t bytes) noexcept;
+  static uint64_t used() noexcept;
+  static uint64_t cap() noexcept;
+  static void set_cap(uint64_t bytes) noexcept;
+};
+
+}  // namespace profkit

@@ -1,0 +1,95 @@
+#include "recorder/name_table.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "common/error.h"
+
+namespace profkit {
+
+NameTable& NameTable::instance() {
+  static NameTable* table = new NameTable();  // never destroyed: ids outlive statics
+  return *table;
+}
+
+NameTable::NameTable() { intern(""); }
+
+uint32_t NameTable::intern(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  const uint32_t id = count_.load(std::memory_order_relaxed);
+  if (id >= kSegments * kSegmentSize) {
+    throw Error(PK_ERR_OUT_OF_MEMORY,
+                "pk_intern: the name table is full (4194304 names); intern "
+                "stable names, not per-call strings such as addresses");
+  }
+  const uint32_t segment = id >> kSegmentBits;
+  Entry* entries = segments_[segment].load(std::memory_order_relaxed);
+  if (entries == nullptr) {
+    entries = new Entry[kSegmentSize];
+    segments_[segment].store(entries, std::memory_order_release);
+  }
+  storage_.emplace_back(name);
+  const std::string& stored = storage_.back();
+  entries[id & (kSegmentSize - 1)] = {stored.c_str(), static_cast<uint32_t>(stored.size())};
+  ids_.emplace(std::string_view(stored), id);
+  count_.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+const char* NameTable::lookup(uint32_t id) const noexcept {
+  if (id >= count_.load(std::memory_order_acquire)) return nullptr;
+  return segments_[id >> kSegmentBits].load(std::memory_order_acquire)[id & (kSegmentSize - 1)].text;
+}
+
+uint32_t NameTable::length(uint32_t id) const noexcept {
+  if (id >= count_.load(std::memory_order_acquire)) return 0;
+  return segments_[id >> kSegmentBits].load(std::memory_order_acquire)[id & (kSegmentSize - 1)].length;
+}
+
+namespace {
+
+// FNV-1a; names are short, and the cache compares the text anyway.
+uint64_t hash_name(const char* s, size_t* length) noexcept {
+  uint64_t h = 1469598103934665603ull;
+  const char* p = s;
+  for (; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  *length = static_cast<size_t>(p - s);
+  return h;
+}
+
+struct CacheSlot {
+  uint64_t hash;
+  const char* text;  // interned text, for the exact comparison
+  uint32_t id;
+};
+constexpr size_t kCacheSlots = 512;
+// On the heap, so the library's TLS block stays a few words (see compiler.h).
+thread_local std::unique_ptr<CacheSlot[]> t_cache;
+
+}  // namespace
+
+uint32_t intern_cached(const char* name) noexcept {
+  if (name == nullptr || *name == '\0') return 0;
+  size_t length = 0;
+  const uint64_t h = hash_name(name, &length);
+  if (!t_cache) {
+    t_cache.reset(new (std::nothrow) CacheSlot[kCacheSlots]());
+    if (!t_cache) return 0;
+  }
+  CacheSlot& slot = t_cache[h % kCacheSlots];
+  if (slot.text != nullptr && slot.hash == h && std::strcmp(slot.text, name) == 0) return slot.id;
+  try {
+    NameTable& table = NameTable::instance();
+    const uint32_t id = table.intern(std::string_view(name, length));
+    slot = {h, table.lookup(id), id};
+    return id;
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return 0;
+  }
+}
+
+}  // namespace profkit

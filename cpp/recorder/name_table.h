@@ -1,0 +1,51 @@
+// NameTable: the process-wide interned names behind pk_name_id.
+//
+// Thread-safety: intern() takes a mutex; lookup() and size() are lock-free
+// (entries live in fixed segments that never move, published by an atomic
+// count). Ownership: interned text lives until the process exits.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace profkit {
+
+class NameTable {
+ public:
+  static NameTable& instance();
+
+  // Id 0 is the empty name. Throws std::bad_alloc when memory runs out or
+  // profkit::Error when the table is full (4 M names).
+  uint32_t intern(std::string_view name);
+  // nullptr for an id never handed out.
+  const char* lookup(uint32_t id) const noexcept;
+  uint32_t length(uint32_t id) const noexcept;
+  uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+
+ private:
+  NameTable();
+  static constexpr uint32_t kSegmentBits = 12;
+  static constexpr uint32_t kSegmentSize = 1u << kSegmentBits;
+  static constexpr uint32_t kSegments = 1024;
+
+  struct Entry {
+    const char* text;
+    uint32_t length;
+  };
+
+  std::mutex mutex_;
+  std::deque<std::string> storage_;  // stable addresses
+  std::unordered_map<std::string_view, uint32_t> ids_;
+  std::atomic<Entry*> segments_[kSegments] = {};
+  std::atomic<uint32_t> count_{0};
+};
+
+// pk_begin_event_str's per-thread cache: name text -> id without the lock.
+uint32_t intern_cached(const char* name) noexcept;
+
+}  // namespace profkit

@@ -1,0 +1,282 @@
+#include "recorder/recorder.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "profkit_version.h"
+#include "recorder/chunk.h"
+#include "recorder/name_table.h"
+#include "recorder/thread_buffer.h"
+#include "recorder/thread_registry.h"
+#include "trace/result_builder.h"
+
+namespace profkit {
+
+namespace {
+
+std::atomic<uint64_t> g_unmatched_without_buffer{0};        // since the last collect
+std::atomic<uint64_t> g_unmatched_without_buffer_total{0};  // since the process started
+
+std::string host_name() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// Turns one thread's raw records into builder entries.
+class RecordConverter {
+ public:
+  RecordConverter(ResultBuilder& builder, const TickConverter& clock, uint32_t thread)
+      : builder_(builder), clock_(clock), thread_(thread) {}
+
+  void convert(const RawRecord* r, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const RawRecord& rec = r[i];
+      switch (rec.kind) {
+        case RecordKind::kEvent:
+        case RecordKind::kInstant: {
+          const uint64_t start = clock_.to_ns(rec.a);
+          const uint64_t end = rec.kind == RecordKind::kInstant ? start : std::max(start, clock_.to_ns(rec.b));
+          const uint16_t flags = rec.kind == RecordKind::kInstant ? PK_HOST_EVENT_INSTANT : 0;
+          builder_.add_event(thread_, {start, end, rec.name, rec.type, rec.depth, flags});
+          break;
+        }
+        case RecordKind::kArgInt:
+        case RecordKind::kArgStr:
+          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, rec.name,
+                           rec.kind == RecordKind::kArgInt ? PK_ARG_INT : PK_ARG_STRING, static_cast<int64_t>(rec.b));
+          break;
+        case RecordKind::kMemory:
+          // A memory event is three records committed together.
+          if (i + 2 < n && r[i + 1].kind == RecordKind::kMemoryMore && r[i + 2].kind == RecordKind::kMemoryMore) {
+            pk_memory_event m{};
+            m.time_ns = clock_.to_ns(rec.a);
+            m.address = rec.b;
+            m.bytes = static_cast<int64_t>(r[i + 1].a);
+            m.total_allocated = r[i + 1].b;
+            m.total_reserved = r[i + 2].a;
+            m.thread = thread_;
+            m.device = static_cast<int32_t>(rec.name);
+            builder_.add_memory_event(m);
+            i += 2;
+          }
+          break;
+        case RecordKind::kMemoryMore:
+          break;  // consumed with its kMemory record
+      }
+    }
+  }
+
+ private:
+  ResultBuilder& builder_;
+  const TickConverter& clock_;
+  uint32_t thread_;
+};
+
+}  // namespace
+
+Recorder& Recorder::instance() {
+  static Recorder* recorder = new Recorder();  // never destroyed (see ThreadRegistry)
+  return *recorder;
+}
+
+void Recorder::count_unmatched_without_buffer() noexcept {
+  g_unmatched_without_buffer.fetch_add(1, std::memory_order_relaxed);
+  g_unmatched_without_buffer_total.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t Recorder::unmatched_without_buffer_total() noexcept {
+  return g_unmatched_without_buffer_total.load(std::memory_order_relaxed);
+}
+
+pk_state Recorder::state() const noexcept { return static_cast<pk_state>(state_.load(std::memory_order_relaxed)); }
+
+void Recorder::set_state(pk_state to) {
+  if (to < PK_STATE_CLOSED || to > PK_STATE_RECORD_AND_RETURN) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, "pk_set_state: " + std::to_string(static_cast<int>(to)) +
+                                             " is not a pk_state (use PK_STATE_CLOSED, READY, RECORD or "
+                                             "RECORD_AND_RETURN)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const pk_state from = state();
+  if (from == to) return;
+  if (is_recording(to) && !is_recording(from)) {
+    if (!span_started_) {
+      span_started_ = true;
+      span_start_ns_ = 0;
+      span_start_ticks_ = read_ticks();
+      cpu_start_ = take_cpu_snapshot();
+    }
+    span_end_ticks_ = 0;
+    if (++last_window_ == 0) last_window_ = 1;  // 0 means "not recording"
+    set_recording_window(last_window_);
+  } else if (!is_recording(to) && is_recording(from)) {
+    set_recording_window(0);
+    span_end_ticks_ = read_ticks();
+    cpu_end_ = take_cpu_snapshot();
+  }
+  state_.store(to, std::memory_order_relaxed);
+  if (source_ != nullptr) source_->on_state_change(from, to);
+}
+
+void Recorder::step_begin(uint64_t number) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_open_ = true;
+  step_number_ = number;
+  step_start_ticks_ = read_ticks();
+  step_window_ = recording_window_acquire();
+}
+
+void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
+  step_open_ = false;
+  const uint32_t window = recording_window_acquire();
+  // Only a step that began and ended inside one recording window is whole.
+  if (window == 0 || window != step_window_) return;
+  ThreadBuffer* tb = current_thread_buffer();
+  if (tb == nullptr) return;
+  NameTable& names = NameTable::instance();
+  const uint32_t name = names.intern("ProfileStep#" + std::to_string(step_number_));
+  tb->append({step_start_ticks_, now_ticks, name, PK_EVENT_PROFILE_STEP, 0, RecordKind::kEvent});
+  if (num_samples > 0) {
+    static const uint32_t key = names.intern("num_samples");
+    tb->append({step_start_ticks_, num_samples, key, 0, 0, RecordKind::kArgInt});
+  }
+}
+
+void Recorder::step_end(uint64_t num_samples) {
+  const uint64_t now = read_ticks();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!step_open_) {
+    throw Error(PK_ERR_INVALID_STATE, "pk_step_end: no step is open; call pk_step_begin (or pk_step) first");
+  }
+  end_step_locked(now, num_samples);
+  ++step_number_;
+}
+
+void Recorder::step(uint64_t num_samples) {
+  const uint64_t now = read_ticks();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (step_open_) {
+    end_step_locked(now, num_samples);
+    ++step_number_;
+  }
+  step_open_ = true;
+  step_start_ticks_ = now;
+  step_window_ = recording_window_acquire();
+}
+
+uint64_t Recorder::current_step() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return step_number_;
+}
+
+void Recorder::set_rank(int32_t rank, int32_t world_size) {
+  if (rank < -1 || world_size < -1 || (rank >= 0 && world_size >= 0 && rank >= world_size)) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, "pk_set_rank: rank " + std::to_string(rank) + " with world size " +
+                                             std::to_string(world_size) +
+                                             " is not valid (need 0 <= rank < world_size, or -1 for unknown)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  rank_ = rank;
+  world_size_ = world_size;
+}
+
+void Recorder::set_metadata(const std::string& key, const std::string* value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(metadata_.begin(), metadata_.end(), [&](const auto& kv) { return kv.first == key; });
+  if (value == nullptr) {
+    if (it != metadata_.end()) metadata_.erase(it);
+  } else if (it != metadata_.end()) {
+    it->second = *value;
+  } else {
+    metadata_.emplace_back(key, *value);
+  }
+}
+
+void Recorder::set_activity_source(ActivitySource* source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  source_ = source;
+}
+
+std::unique_ptr<Result> Recorder::collect() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t now_ticks = read_ticks();
+  const bool recording = recording_window_acquire() != 0;
+  const uint64_t end_ticks = recording || span_end_ticks_ == 0 ? now_ticks : span_end_ticks_;
+  const uint64_t start_ticks = span_started_ ? span_start_ticks_ : end_ticks;
+  const CpuSnapshot cpu_end = recording || span_end_ticks_ == 0 ? take_cpu_snapshot() : cpu_end_;
+  const CpuSnapshot cpu_start = span_started_ ? cpu_start_ : cpu_end;
+  const TickConverter clock = TickConverter::up_to_now();
+
+  ResultInfo info;
+  info.profkit_version = PROFKIT_VERSION;
+  info.pid = static_cast<uint32_t>(getpid());
+  info.hostname = host_name();
+  info.rank = rank_;
+  info.world_size = world_size_;
+  info.span_index = span_index_++;
+  info.end_ns = clock.to_ns(end_ticks);
+  info.start_ns = span_start_ns_ != 0 ? span_start_ns_ : std::min(clock.to_ns(start_ticks), info.end_ns);
+  info.clock_offset_ns = wall_clock_offset_ns();
+  info.process_cpu_ns = cpu_end.process_cpu_ns - cpu_start.process_cpu_ns;
+  info.system_busy_ns = cpu_end.system_busy_ns - cpu_start.system_busy_ns;
+  info.system_idle_ns = cpu_end.system_idle_ns - cpu_start.system_idle_ns;
+  info.cpu_count = online_cpu_count();
+  info.unmatched_ends = g_unmatched_without_buffer.exchange(0, std::memory_order_relaxed);
+
+  const uint64_t info_end_ns = info.end_ns;
+  ResultBuilder builder(std::move(info));
+
+  const bool keep_spares = recording || state() == PK_STATE_READY;
+  ResultInfo& totals = builder.info();
+  ThreadRegistry::instance().drain_each([&](ThreadBuffer& tb) {
+    bool has_thread = false;
+    uint32_t thread = 0;
+    const bool finished = tb.drain(keep_spares, [&](const RawRecord* records, uint32_t n) {
+      if (!has_thread) {
+        thread = builder.thread(tb.tid());
+        builder.set_thread_name(thread, tb.name());
+        has_thread = true;
+      }
+      RecordConverter(builder, clock, thread).convert(records, n);
+    });
+    const uint64_t dropped = tb.dropped_events.get();
+    const uint64_t unmatched = tb.unmatched_ends.get();
+    const uint64_t overflowed = tb.overflowed_events.get();
+    totals.dropped_events += dropped - tb.reported_dropped;
+    totals.unmatched_ends += unmatched - tb.reported_unmatched;
+    totals.overflowed_events += overflowed - tb.reported_overflowed;
+    tb.reported_dropped = dropped;
+    tb.reported_unmatched = unmatched;
+    tb.reported_overflowed = overflowed;
+    if (!finished && tb.window() == last_window_) {
+      totals.unfinished_events += std::min<uint32_t>(tb.open_depth(), ThreadBuffer::kMaxDepth);
+    }
+    return finished;
+  });
+  // Result string ids are the interned ids: copy the whole name table. After
+  // the drain, so it holds every name the drained records use.
+  const NameTable& names = NameTable::instance();
+  const uint32_t name_count = names.size();
+  for (uint32_t id = 0; id < name_count; ++id) {
+    builder.add_string(std::string_view(names.lookup(id), names.length(id)));
+  }
+  if (!keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
+  if (source_ != nullptr) source_->contribute(builder);
+  for (const auto& kv : metadata_) builder.add_metadata(kv.first, kv.second);
+
+  // The next span starts now if recording goes on, else at the next start.
+  span_started_ = recording;
+  span_start_ticks_ = now_ticks;
+  span_start_ns_ = recording ? info_end_ns : 0;
+  cpu_start_ = cpu_end;
+  span_end_ticks_ = 0;
+  return builder.finish();
+}
+
+}  // namespace profkit

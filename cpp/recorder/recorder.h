@@ -1,0 +1,79 @@
+// Recorder: the engine's state machine — recording windows, steps, metadata —
+// and collect(), which drains every thread's buffer into a Result.
+//
+// Thread-safety: every method is thread-safe; state changes, steps and collects
+// are serialized by one lock (none of them is on the per-event hot path).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profkit/profkit.h"
+#include "recorder/activity_source.h"
+#include "recorder/cpu_usage.h"
+#include "trace/result.h"
+
+namespace profkit {
+
+class Recorder {
+ public:
+  static Recorder& instance();
+
+  void set_state(pk_state state);
+  pk_state state() const noexcept;
+
+  void step_begin(uint64_t number);
+  void step_end(uint64_t num_samples);
+  void step(uint64_t num_samples);
+  uint64_t current_step() const;
+
+  std::unique_ptr<Result> collect();
+
+  void set_rank(int32_t rank, int32_t world_size);
+  void set_metadata(const std::string& key, const std::string* value);
+  // Not owned; must outlive the recorder's use of it (nullptr detaches).
+  void set_activity_source(ActivitySource* source);
+
+  // Unmatched ends on threads that never recorded (they have no buffer).
+  static void count_unmatched_without_buffer() noexcept;
+  static uint64_t unmatched_without_buffer_total() noexcept;
+
+ private:
+  Recorder() = default;
+  static bool is_recording(pk_state s) noexcept { return s == PK_STATE_RECORD || s == PK_STATE_RECORD_AND_RETURN; }
+  void end_step_locked(uint64_t now_ticks, uint64_t num_samples);
+
+  mutable std::mutex mutex_;
+  std::atomic<int> state_{PK_STATE_CLOSED};
+  uint32_t last_window_ = 0;
+
+  // The span the next collect covers: from the first recording start (or the
+  // last collect while recording) to the recording stop (or the collect).
+  bool span_started_ = false;
+  uint64_t span_start_ticks_ = 0;
+  // When a collect happens while recording, the next span starts exactly at
+  // that result's end_ns (converting the same tick twice with two
+  // calibrations could differ by a nanosecond).
+  uint64_t span_start_ns_ = 0;
+  uint64_t span_end_ticks_ = 0;
+  CpuSnapshot cpu_start_;
+  CpuSnapshot cpu_end_;
+  uint64_t span_index_ = 0;
+
+  bool step_open_ = false;
+  uint64_t step_number_ = 0;
+  uint64_t step_start_ticks_ = 0;
+  uint32_t step_window_ = 0;
+
+  int32_t rank_ = -1;
+  int32_t world_size_ = -1;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  ActivitySource* source_ = nullptr;
+};
+
+}  // namespace profkit

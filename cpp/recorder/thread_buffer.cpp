@@ -1,0 +1,157 @@
+#include "recorder/thread_buffer.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "recorder/thread_registry.h"
+
+extern "C" {
+// Defined with C linkage: it is part of the C ABI (see profkit.h).
+PK_API volatile uint32_t pk_recording_word = 0;
+}
+
+namespace profkit {
+
+PK_TLS_FAST ThreadBuffer* t_thread_buffer = nullptr;
+
+namespace {
+
+// Set once this thread's exit handlers ran: a record after that (from another
+// thread_local's destructor) must not attach a new buffer.
+PK_TLS_FAST bool t_thread_exiting = false;
+
+// Its destructor runs at thread exit and hands the buffer to the collector.
+struct ThreadExitGuard {
+  ThreadBuffer* buffer = nullptr;
+  ~ThreadExitGuard() {
+    t_thread_exiting = true;
+    t_thread_buffer = nullptr;
+    if (buffer != nullptr) buffer->on_thread_exit();
+  }
+};
+thread_local ThreadExitGuard t_exit_guard;
+
+std::string os_thread_name() {
+  char name[64] = {0};
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0) return {};
+  return name;
+}
+
+}  // namespace
+
+ThreadBuffer::ThreadBuffer(uint64_t tid) : tid_(tid) {}
+
+ThreadBuffer::~ThreadBuffer() {
+  Chunk::release(current_.load(std::memory_order_relaxed));
+  for (Chunk* list : {completed_.take_all(), spares_.take_all(), own_spares_}) {
+    while (list != nullptr) {
+      Chunk* next = list->next;
+      Chunk::release(list);
+      list = next;
+    }
+  }
+}
+
+void ThreadBuffer::start_window(uint32_t window) noexcept {
+  // Events left open in an earlier window were reported as unfinished when
+  // that window was collected; forget them.
+  window_ = window;
+  window_snapshot_.store(window, std::memory_order_relaxed);
+  depth_.store(0, std::memory_order_relaxed);
+}
+
+Chunk* ThreadBuffer::take_spare() noexcept {
+  if (own_spares_ == nullptr) own_spares_ = spares_.take_all();
+  Chunk* c = own_spares_;
+  if (c != nullptr) own_spares_ = c->next;
+  return c;
+}
+
+bool ThreadBuffer::next_chunk(uint32_t needed) noexcept {
+  if (chunk_ != nullptr) completed_.push(chunk_);
+  Chunk* c = take_spare();
+  if (c == nullptr) c = ChunkPool::take();
+  if (c == nullptr) c = Chunk::allocate();
+  if (c == nullptr || needed > Chunk::kCapacity) {
+    if (c != nullptr) Chunk::release(c);
+    chunk_ = nullptr;
+    records_ = nullptr;
+    count_ = capacity_ = 0;
+    current_.store(nullptr, std::memory_order_release);
+    return false;
+  }
+  c->reset();
+  chunk_ = c;
+  records_ = c->records;
+  count_ = 0;
+  capacity_ = Chunk::kCapacity;
+  current_.store(c, std::memory_order_release);
+  return true;
+}
+
+void ThreadBuffer::append_group(const RawRecord* records, uint32_t n) noexcept {
+  if (capacity_ - count_ < n && !next_chunk(n)) {
+    dropped_events.add();
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) records_[count_ + i] = records[i];
+  count_ += n;
+  chunk_->committed.store(count_, std::memory_order_release);
+  recorded_events.add();
+}
+
+bool ThreadBuffer::innermost_open(uint32_t window, uint64_t* start, uint8_t* index) const noexcept {
+  const uint32_t d = depth_.load(std::memory_order_relaxed);
+  if (window_ != window || d == 0 || d > kMaxDepth) return false;
+  *start = stack_[d - 1].start;
+  *index = static_cast<uint8_t>(d - 1 > 255 ? 255 : d - 1);
+  return true;
+}
+
+void ThreadBuffer::on_thread_exit() noexcept {
+  while (own_spares_ != nullptr) {
+    Chunk* next = own_spares_->next;
+    Chunk::release(own_spares_);
+    own_spares_ = next;
+  }
+  exited_.store(true, std::memory_order_release);
+}
+
+void ThreadBuffer::set_name(const std::string& name) {
+  std::lock_guard<std::mutex> lock(name_mutex_);
+  name_ = name;
+}
+
+std::string ThreadBuffer::name() const {
+  std::lock_guard<std::mutex> lock(name_mutex_);
+  return name_;
+}
+
+void ThreadBuffer::drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept {
+  const uint32_t committed = chunk->committed.load(std::memory_order_acquire);
+  *first = chunk->records + chunk->consumed;
+  *n = committed - chunk->consumed;
+  chunk->consumed = committed;
+}
+
+ThreadBuffer* attach_current_thread() noexcept {
+  if (t_thread_exiting) return nullptr;
+  const auto tid = static_cast<uint64_t>(syscall(SYS_gettid));
+  ThreadBuffer* buffer = new (std::nothrow) ThreadBuffer(tid);
+  if (buffer == nullptr) return nullptr;
+  try {
+    buffer->set_name(os_thread_name());
+    ThreadRegistry::instance().add(buffer);
+  } catch (...) {
+    delete buffer;
+    return nullptr;
+  }
+  t_exit_guard.buffer = buffer;  // first touch registers the exit handler
+  t_thread_buffer = buffer;
+  return buffer;
+}
+
+}  // namespace profkit

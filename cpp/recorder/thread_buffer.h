@@ -1,0 +1,257 @@
+// ThreadBuffer: one recording thread's open-event stack and record chunks,
+// plus the inline hot path (record_begin / record_end / ...).
+//
+// Thread-safety: the fields marked "owner" are touched only by the thread the
+// buffer belongs to; the collector reads chunks through the protocol in
+// chunk.h and counters through relaxed atomics. Ownership: buffers belong to
+// the ThreadRegistry, which frees a buffer only after its thread has exited and
+// every record has been collected, so a thread's data outlives the thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "profkit/profkit.h"
+#include "recorder/chunk.h"
+#include "recorder/raw_record.h"
+
+namespace profkit {
+
+// Nonzero while recording: the id of the current recording window. It is the
+// exported pk_recording_word (profkit.h), so hooks can test it inline; the
+// engine reads and writes it only through these atomic accessors.
+PK_ALWAYS_INLINE uint32_t recording_window() noexcept { return __atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED); }
+PK_ALWAYS_INLINE uint32_t recording_window_acquire() noexcept {
+  return __atomic_load_n(&pk_recording_word, __ATOMIC_ACQUIRE);
+}
+inline void set_recording_window(uint32_t window) noexcept {
+  __atomic_store_n(&pk_recording_word, window, __ATOMIC_RELEASE);
+}
+
+// A relaxed counter written by one thread and read by others: a plain
+// load/add/store, no locked instruction.
+class OwnerCounter {
+ public:
+  void add(uint64_t n = 1) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+class ThreadBuffer {
+ public:
+  static constexpr uint32_t kMaxDepth = 256;
+
+  explicit ThreadBuffer(uint64_t tid);
+  ~ThreadBuffer();
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+
+  // ---- owner: hot path ----
+  PK_ALWAYS_INLINE void begin(uint32_t window, uint32_t name, uint8_t type) noexcept {
+    if (PK_UNLIKELY(window_ != window)) start_window(window);
+    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    depth_.store(d + 1, std::memory_order_relaxed);
+    if (PK_UNLIKELY(d >= kMaxDepth)) return;  // counted when it ends
+    OpenEvent& e = stack_[d];
+    e.name = name;
+    e.type = type;
+    e.start = read_ticks();
+  }
+
+  PK_ALWAYS_INLINE void end(uint32_t window) noexcept {
+    const uint64_t now = read_ticks();
+    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (PK_UNLIKELY(window_ != window || d == 0)) {
+      unmatched_ends.add();
+      return;
+    }
+    depth_.store(d - 1, std::memory_order_relaxed);
+    if (PK_UNLIKELY(d > kMaxDepth)) {
+      overflowed_events.add();
+      return;
+    }
+    const OpenEvent& e = stack_[d - 1];
+    append({e.start, now, e.name, e.type, static_cast<uint8_t>(d - 1 > 255 ? 255 : d - 1), RecordKind::kEvent});
+  }
+
+  PK_ALWAYS_INLINE void instant(uint32_t window, uint32_t name, uint8_t type) noexcept {
+    if (PK_UNLIKELY(window_ != window)) start_window(window);
+    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    const uint64_t now = read_ticks();
+    // Depth hint d: nested inside the innermost open event.
+    append({now, now, name, type, static_cast<uint8_t>(d > 255 ? 255 : d), RecordKind::kInstant});
+  }
+
+  // Attaches an argument to the innermost open event; ignored if none is open.
+  void arg(uint32_t window, uint32_t key, RecordKind kind, uint64_t value) noexcept {
+    uint64_t start = 0;
+    uint8_t index = 0;
+    if (innermost_open(window, &start, &index)) append({start, value, key, 0, index, kind});
+  }
+
+  // Writes one record; past the memory cap it is dropped and counted.
+  PK_ALWAYS_INLINE void append(const RawRecord& record) noexcept {
+    if (PK_UNLIKELY(count_ == capacity_) && !next_chunk(1)) {
+      dropped_events.add();
+      return;
+    }
+    records_[count_++] = record;
+    chunk_->committed.store(count_, std::memory_order_release);
+    recorded_events.add();
+  }
+
+  // Writes `n` records that must be collected together (all or none).
+  void append_group(const RawRecord* records, uint32_t n) noexcept;
+
+  // The innermost open event's start ticks and stack index, for attaching an
+  // argument. False when no event is open (or it was not stored).
+  bool innermost_open(uint32_t window, uint64_t* start, uint8_t* index) const noexcept;
+
+  // ---- owner: lifecycle ----
+  void on_thread_exit() noexcept;
+
+  // ---- collector side ----
+  uint64_t tid() const noexcept { return tid_; }
+  void set_name(const std::string& name);
+  std::string name() const;
+  bool exited() const noexcept { return exited_.load(std::memory_order_acquire); }
+  uint32_t open_depth() const noexcept { return depth_.load(std::memory_order_relaxed); }
+  uint32_t window() const noexcept { return window_snapshot_.load(std::memory_order_relaxed); }
+  // Calls visit(records, n) for every record not yet collected, oldest first,
+  // then recycles the chunks the owner has finished with: when `keep_spares`
+  // they stay as this thread's spares (or go to the ChunkPool if the thread
+  // has exited); otherwise they are freed. Returns true when the buffer is fully
+  // drained and its thread has exited (the registry may then delete it).
+  template <class Visit>
+  bool drain(bool keep_spares, Visit&& visit);
+
+  OwnerCounter recorded_events;
+  OwnerCounter dropped_events;
+  OwnerCounter unmatched_ends;
+  OwnerCounter overflowed_events;
+
+  // Counter values already reported in earlier results (collector only).
+  uint64_t reported_dropped = 0;
+  uint64_t reported_unmatched = 0;
+  uint64_t reported_overflowed = 0;
+
+ private:
+  struct OpenEvent {
+    uint64_t start;
+    uint32_t name;
+    uint8_t type;
+  };
+
+  void start_window(uint32_t window) noexcept;
+  PK_NOINLINE bool next_chunk(uint32_t needed) noexcept;
+  Chunk* take_spare() noexcept;
+  static void drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept;
+
+  // owner, hot
+  uint32_t window_ = 0;
+  std::atomic<uint32_t> depth_{0};
+  RawRecord* records_ = nullptr;
+  uint32_t count_ = 0;
+  uint32_t capacity_ = 0;
+  Chunk* chunk_ = nullptr;
+  Chunk* own_spares_ = nullptr;
+  OpenEvent stack_[kMaxDepth];
+
+  // shared with the collector
+  std::atomic<uint32_t> window_snapshot_{0};
+  std::atomic<Chunk*> current_{nullptr};
+  ChunkStack completed_;
+  ChunkStack spares_;
+  std::atomic<bool> exited_{false};
+
+  const uint64_t tid_;
+  mutable std::mutex name_mutex_;
+  std::string name_;
+};
+
+// The calling thread's buffer, or nullptr before its first record.
+extern PK_TLS_FAST ThreadBuffer* t_thread_buffer;
+
+// Slow path of the first record on a thread: creates and registers its
+// buffer. nullptr when the thread is exiting or memory ran out.
+PK_NOINLINE ThreadBuffer* attach_current_thread() noexcept;
+
+PK_ALWAYS_INLINE ThreadBuffer* current_thread_buffer() noexcept {
+  ThreadBuffer* tb = t_thread_buffer;
+  return PK_LIKELY(tb != nullptr) ? tb : attach_current_thread();
+}
+
+// ---- template implementation ----
+
+template <class Visit>
+bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
+  const bool was_exited = exited();
+  // Chunks the owner finished, then the one it writes now, then any it
+  // finished meanwhile (see chunk.h: together they cover every record).
+  Chunk* finished[2] = {completed_.take_all(), nullptr};
+  Chunk* current = current_.load(std::memory_order_acquire);
+  finished[1] = completed_.take_all();
+
+  auto consume = [&](Chunk* c) {
+    const RawRecord* first = nullptr;
+    uint32_t n = 0;
+    drain_one(c, &first, &n);
+    if (n > 0) visit(first, n);
+  };
+  auto recycle = [&](Chunk* c) {
+    if (!keep_spares) {
+      Chunk::release(c);
+    } else if (was_exited) {
+      ChunkPool::put(c);  // for the next new thread
+    } else {
+      spares_.push(c);
+    }
+  };
+  for (Chunk* list : finished) {
+    // The stacks are LIFO; reverse to read oldest first.
+    Chunk* reversed = nullptr;
+    while (list != nullptr) {
+      Chunk* next = list->next;
+      list->next = reversed;
+      reversed = list;
+      list = next;
+    }
+    while (reversed != nullptr) {
+      Chunk* next = reversed->next;
+      consume(reversed);
+      if (reversed == current) current = nullptr;  // finished after all
+      recycle(reversed);
+      reversed = next;
+    }
+  }
+  if (current != nullptr) consume(current);
+  if (!was_exited) {
+    if (!keep_spares) {
+      for (Chunk* c = spares_.take_all(); c != nullptr;) {
+        Chunk* next = c->next;
+        Chunk::release(c);
+        c = next;
+      }
+    }
+    return false;
+  }
+  // The owner is gone: nothing else will be written.
+  if (current != nullptr) recycle(current);
+  current_.store(nullptr, std::memory_order_relaxed);
+  for (Chunk* c = spares_.take_all(); c != nullptr;) {
+    Chunk* next = c->next;
+    recycle(c);
+    c = next;
+  }
+  return true;
+}
+
+}  // namespace profkit

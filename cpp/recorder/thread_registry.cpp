@@ -1,0 +1,36 @@
+#include "recorder/thread_registry.h"
+
+namespace profkit {
+
+ThreadRegistry& ThreadRegistry::instance() {
+  // Never destroyed: threads may still record while static destructors run.
+  static ThreadRegistry* registry = new ThreadRegistry();
+  return *registry;
+}
+
+void ThreadRegistry::add(ThreadBuffer* buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  buffers_.push_back(buffer);
+}
+
+void ThreadRegistry::retire(ThreadBuffer* buffer) {
+  retired_.recorded_events += buffer->recorded_events.get();
+  retired_.dropped_events += buffer->dropped_events.get();
+  retired_.unmatched_ends += buffer->unmatched_ends.get();
+  retired_.overflowed_events += buffer->overflowed_events.get();
+  delete buffer;
+}
+
+CounterTotals ThreadRegistry::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CounterTotals t = retired_;
+  for (const ThreadBuffer* b : buffers_) {
+    t.recorded_events += b->recorded_events.get();
+    t.dropped_events += b->dropped_events.get();
+    t.unmatched_ends += b->unmatched_ends.get();
+    t.overflowed_events += b->overflowed_events.get();
+  }
+  return t;
+}
+
+}  // namespace profkit

@@ -1,0 +1,58 @@
+// ThreadRegistry: every ThreadBuffer of the process.
+//
+// Thread-safety: a mutex guards the list; it is taken only when a thread
+// records for the first time, by the collector and by counter queries — never
+// on the hot path. Ownership: the registry owns the buffers.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "recorder/thread_buffer.h"
+
+namespace profkit {
+
+struct CounterTotals {
+  uint64_t recorded_events = 0;
+  uint64_t dropped_events = 0;
+  uint64_t unmatched_ends = 0;
+  uint64_t overflowed_events = 0;
+};
+
+class ThreadRegistry {
+ public:
+  static ThreadRegistry& instance();
+
+  void add(ThreadBuffer* buffer);
+
+  // Calls fn(buffer) for each buffer; when fn returns true the buffer's thread
+  // has exited and it is fully drained, so the registry deletes it (folding
+  // its counters into the totals).
+  template <class Fn>
+  void drain_each(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t kept = 0;
+    for (ThreadBuffer* b : buffers_) {
+      if (fn(*b)) {
+        retire(b);
+      } else {
+        buffers_[kept++] = b;
+      }
+    }
+    buffers_.resize(kept);
+  }
+
+  // Counters summed over live and retired buffers.
+  CounterTotals totals() const;
+
+ private:
+  ThreadRegistry() = default;
+  void retire(ThreadBuffer* buffer);
+
+  mutable std::mutex mutex_;
+  std::vector<ThreadBuffer*> buffers_;
+  CounterTotals retired_;
+};
+
+}  // namespace profkit

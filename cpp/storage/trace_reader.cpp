@@ -1,0 +1,177 @@
+#include <flatbuffers/flatbuffers.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "storage/mapped_file.h"
+#include "storage/record_layouts.h"
+#include "storage/trace_file.h"
+#include "trace_generated.h"
+
+namespace profkit {
+
+namespace fb = profkit::schema;
+
+namespace {
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& problem) {
+  throw Error(PK_ERR_CORRUPT, "cannot load '" + path + "': " + problem);
+}
+
+// Explains why a buffer without our identifier is not a trace.
+std::string foreign_file_problem(const uint8_t* data, size_t size) {
+  size_t i = 0;
+  while (i < size && i < 64 && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
+  if (i < size && (data[i] == '{' || data[i] == '[')) {
+    return "it looks like JSON (a Chrome trace?), not a profkit trace; load the .pktrace file written by "
+           "export_protobuf / pk_result_save";
+  }
+  return "it is not a profkit trace (no 'PKTR' file identifier)";
+}
+
+template <class Record, class Schema>
+Column<Record> borrow(const flatbuffers::Vector<const Schema*>* v) {
+  if (v == nullptr) return {};
+  return Column<Record>::borrowed(reinterpret_cast<const Record*>(v->Data()), v->size());
+}
+
+std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+
+// The checks the FlatBuffers verifier cannot do: every index points inside
+// its table, so nothing downstream can read out of bounds.
+void check_consistency(const std::string& path, const Result& r) {
+  const size_t strings = r.strings.size();
+  const size_t events = r.host_events.size();
+  uint64_t expected_first = 0;
+  for (size_t t = 0; t < r.threads.size(); ++t) {
+    const ThreadRecord& th = r.threads[t];
+    if (th.first_event != expected_first || th.event_count > events - expected_first) {
+      corrupt(path, "thread " + std::to_string(t) + " claims events [" + std::to_string(th.first_event) + ", +" +
+                        std::to_string(th.event_count) + ") outside the " + std::to_string(events) +
+                        " host events (the file is corrupt)");
+    }
+    expected_first += th.event_count;
+  }
+  if (expected_first != events) {
+    corrupt(path, std::to_string(events - expected_first) + " host events belong to no thread (the file is corrupt)");
+  }
+  for (size_t i = 0; i < events; ++i) {
+    const pk_host_event& e = r.host_events[i];
+    if (e.name >= strings || e.type >= PK_EVENT_TYPE_COUNT || e.end_ns < e.start_ns) {
+      corrupt(path, "host event " + std::to_string(i) + " is invalid (name id, type or times out of range)");
+    }
+  }
+  for (size_t i = 0; i < r.event_args.size(); ++i) {
+    const pk_event_arg& a = r.event_args[i];
+    const bool value_ok =
+        a.kind == PK_ARG_INT || (a.kind == PK_ARG_STRING && a.value >= 0 && static_cast<uint64_t>(a.value) < strings);
+    if (a.event >= events || a.key >= strings || !value_ok) {
+      corrupt(path, "event argument " + std::to_string(i) + " is invalid");
+    }
+  }
+  for (size_t i = 0; i < r.memory_events.size(); ++i) {
+    if (r.memory_events[i].thread >= r.threads.size()) {
+      corrupt(path, "memory event " + std::to_string(i) + " names a thread that does not exist");
+    }
+  }
+  for (size_t i = 0; i < r.device_events.size(); ++i) {
+    const pk_device_event& d = r.device_events[i];
+    const bool kernel = d.type == PK_EVENT_KERNEL;
+    const bool memop = d.type == PK_EVENT_MEMCPY || d.type == PK_EVENT_MEMSET;
+    const size_t details = kernel ? r.kernel_details.size() : r.memory_op_details.size();
+    if (d.name >= strings || !(kernel || memop) || d.end_ns < d.start_ns ||
+        (d.launch_event != PK_NO_EVENT && d.launch_event >= events) ||
+        (d.detail != PK_NO_DETAIL && d.detail >= details)) {
+      corrupt(path, "device event " + std::to_string(i) + " is invalid");
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Result> load_result(const std::string& path) {
+  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  const uint8_t* data = file->data();
+  const size_t size = file->size();
+  if (size == 0) corrupt(path, "the file is empty (0 bytes), not a profkit trace");
+  if (size < 12) corrupt(path, "the file is too small (" + std::to_string(size) + " bytes) to be a profkit trace");
+  if (!flatbuffers::BufferHasIdentifier(data, fb::TraceIdentifier(), /*size_prefixed=*/true)) {
+    corrupt(path, foreign_file_problem(data, size));
+  }
+  const uint64_t expected = static_cast<uint64_t>(flatbuffers::GetPrefixedSize(data)) + sizeof(flatbuffers::uoffset_t);
+  if (expected > size) {
+    corrupt(path, "the file is truncated (" + std::to_string(size) + " of " + std::to_string(expected) +
+                      " bytes); it was cut short while being copied or written");
+  }
+  if (expected < size) {
+    corrupt(path, "the file is corrupt (" + std::to_string(size - expected) + " unexpected bytes after the trace)");
+  }
+
+  // Generous limits: a trace has few tables (threads, devices, metadata).
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/16u << 20);
+  if (!fb::VerifySizePrefixedTraceBuffer(verifier)) {
+    corrupt(path, "the file is corrupt (" + std::to_string(size) +
+                      " bytes failed FlatBuffers verification); it cannot be read");
+  }
+  const fb::Trace* trace = fb::GetSizePrefixedTrace(data);
+  if (trace->min_reader_version() > kSchemaVersion) {
+    throw Error(PK_ERR_VERSION, "cannot load '" + path + "': it was written by a newer profkit (schema " +
+                                    std::to_string(trace->schema_version()) + ", readable from schema " +
+                                    std::to_string(trace->min_reader_version()) + "; this profkit reads schema " +
+                                    std::to_string(kSchemaVersion) + "); upgrade profkit");
+  }
+  const fb::Metadata* m = trace->metadata();
+  if (m == nullptr) corrupt(path, "the file has no metadata table (it is corrupt)");
+
+  auto r = std::make_unique<Result>();
+  r->backing = file;
+  ResultInfo& info = r->info;
+  info.profkit_version = str(m->profkit_version());
+  info.schema_version = trace->schema_version();
+  info.pid = m->pid();
+  info.hostname = str(m->hostname());
+  info.rank = m->rank();
+  info.world_size = m->world_size();
+  info.span_index = m->span_index();
+  info.start_ns = m->start_ns();
+  info.end_ns = m->end_ns();
+  info.clock_offset_ns = m->clock_offset_ns();
+  info.dropped_events = m->dropped_events();
+  info.unmatched_ends = m->unmatched_ends();
+  info.overflowed_events = m->overflowed_events();
+  info.unfinished_events = m->unfinished_events();
+  info.dropped_device_records = m->dropped_device_records();
+  info.unattached_device_records = m->unattached_device_records();
+  info.process_cpu_ns = m->process_cpu_ns();
+  info.system_busy_ns = m->system_busy_ns();
+  info.system_idle_ns = m->system_idle_ns();
+  info.cpu_count = m->cpu_count();
+  if (m->extra() != nullptr) {
+    for (const fb::KeyValue* kv : *m->extra()) r->metadata.emplace_back(str(kv->key()), str(kv->value()));
+  }
+  if (trace->strings() != nullptr) {
+    for (const flatbuffers::String* s : *trace->strings()) r->strings.add_borrowed(s->c_str(), s->size());
+  }
+  if (trace->threads() != nullptr) {
+    for (const fb::Thread* t : *trace->threads()) {
+      r->threads.push_back({t->tid(), str(t->name()), t->first_event(), t->event_count()});
+    }
+  }
+  if (trace->devices() != nullptr) {
+    for (const fb::Device* d : *trace->devices()) {
+      r->devices.push_back({d->id(), str(d->name()), d->sm_count(), d->compute_major(), d->compute_minor(),
+                            d->total_memory(), d->max_threads_per_sm(), d->max_registers_per_sm(),
+                            d->max_shared_memory_per_sm(), d->max_blocks_per_sm(), d->warp_size()});
+    }
+  }
+  r->host_events = borrow<pk_host_event>(trace->host_events());
+  r->event_args = borrow<pk_event_arg>(trace->event_args());
+  r->memory_events = borrow<pk_memory_event>(trace->memory_events());
+  r->device_events = borrow<pk_device_event>(trace->device_events());
+  r->kernel_details = borrow<pk_kernel_detail>(trace->kernel_details());
+  r->memory_op_details = borrow<pk_memory_op_detail>(trace->memory_op_details());
+  check_consistency(path, *r);
+  return r;
+}
+
+}  // namespace profkit

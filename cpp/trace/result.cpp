@@ -1,0 +1,69 @@
+#include "trace/result.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+namespace profkit {
+
+size_t Result::thread_of(uint64_t event) const noexcept {
+  // Threads are laid out in order; find the last one starting at or before.
+  auto it = std::upper_bound(threads.begin(), threads.end(), event,
+                             [](uint64_t e, const ThreadRecord& t) { return e < t.first_event; });
+  return it == threads.begin() ? 0 : static_cast<size_t>(it - threads.begin() - 1);
+}
+
+uint64_t Result::parent_of(uint64_t event) const noexcept {
+  if (event >= host_events.size() || threads.empty()) return PK_NO_EVENT;
+  const ThreadRecord& t = threads[thread_of(event)];
+  const uint8_t depth = host_events[event].depth;
+  if (depth == 0) return PK_NO_EVENT;
+  // Sorted by start with enclosing events first: the parent is the nearest
+  // earlier event one level up.
+  for (uint64_t i = event; i-- > t.first_event;) {
+    if (host_events[i].depth < depth) return i;
+  }
+  return PK_NO_EVENT;
+}
+
+std::vector<uint64_t> Result::all_parents() const {
+  std::vector<uint64_t> parents(host_events.size(), PK_NO_EVENT);
+  std::vector<uint64_t> open;  // open[d] = latest event seen at depth d
+  for (const ThreadRecord& t : threads) {
+    open.clear();
+    for (uint64_t i = t.first_event; i < t.first_event + t.event_count; ++i) {
+      const uint8_t d = host_events[i].depth;
+      if (d > 0 && d <= open.size()) parents[i] = open[d - 1];
+      open.resize(static_cast<size_t>(d) + 1);
+      open[d] = i;
+    }
+  }
+  return parents;
+}
+
+bool parse_profile_step(std::string_view name, uint64_t* number) noexcept {
+  constexpr std::string_view kPrefix = "ProfileStep#";
+  if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) return false;
+  const char* first = name.data() + kPrefix.size();
+  const char* last = name.data() + name.size();
+  auto [ptr, ec] = std::from_chars(first, last, *number);
+  return ec == std::errc() && ptr == last;
+}
+
+std::pair<uint64_t, uint64_t> Result::step_range() const {
+  uint64_t lo = UINT64_MAX;
+  uint64_t hi = 0;
+  uint64_t count = 0;
+  for (const pk_host_event& e : host_events) {
+    if (e.type != PK_EVENT_PROFILE_STEP) continue;
+    uint64_t n = 0;
+    if (!parse_profile_step(strings.view_or_empty(e.name), &n)) continue;
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+    ++count;
+  }
+  if (count == 0) return {0, 0};
+  return {lo, hi - lo + 1};
+}
+
+}  // namespace profkit

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what profkit needs from Debian's packages, skipping what is present.
+# Needs root (or sudo) on a machine without them; a no-op otherwise.
+set -euo pipefail
+
+packages=(g++ cmake ninja-build libflatbuffers-dev flatbuffers-compiler libgtest-dev libbenchmark-dev clang-format)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A pip-installed cmake/ninja is as good as Debian's.
+command -v cmake >/dev/null && missing=("${missing[@]/cmake/}")
+command -v ninja >/dev/null && missing=("${missing[@]/ninja-build/}")
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Every check profkit has, from a fresh clone: installs what is missing,
+# builds with warnings as errors, runs the C++ tests, the C program and the
+# fuzz run (ctest), the Python tests, the C++ tests again under AddressSanitizer
+# and UndefinedBehaviorSanitizer, a smoke run of every benchmark, and the
+# clang-format check. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+jobs=$(nproc)
+step() { printf '\n==== %s\n' "$*"; }
+
+step "dependencies"
+bash scripts/install_deps.sh
+python3 -m pip install -q ".[test]"
+
+step "build (warnings are errors)"
+cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROFKIT_WERROR=ON >/dev/null
+cmake --build build/ci -j "$jobs"
+
+step "C++ tests, C program, fuzz run"
+ctest --test-dir build/ci --output-on-failure -j "$jobs"
+
+step "Python tests"
+python3 -m pytest -q -p no:cacheprovider tests/python
+
+step "C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFKIT_SANITIZE=address,undefined \
+  -DPROFKIT_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build/asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+step "benchmark smoke runs"
+export PROFKIT_BENCH_SMOKE=1 PROFKIT_BENCH_EVENTS=100000
+for b in build/ci/benchmarks/cpp/bench_*; do
+  "$b" --benchmark_min_time=0.01 >/dev/null
+  echo "ok  $b"
+done
+for b in benchmarks/python/*.py; do
+  [ -e "$b" ] || continue
+  python3 "$b" --smoke >/dev/null
+  echo "ok  $b"
+done
+
+step "clang-format"
+git ls-files '*.c' '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
+echo "clang-format: clean"
+
+step "all checks passed"

@@ -1,0 +1,112 @@
+/* A framework hook in plain C99: nested events from several threads, steps,
+ * collect, save, export, reload — using nothing but <profkit/profkit.h>.
+ * Usage: c_api_program OUTPUT_DIR. Exits non-zero on the first failure. */
+#define _POSIX_C_SOURCE 200809L
+#include <profkit/profkit.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THREADS 4
+#define ITERATIONS 1000
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                                                \
+  do {                                                                                                             \
+    if (!(cond)) {                                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; pk_last_error: %s\n", __FILE__, __LINE__, #cond, pk_last_error()); \
+      ++failures;                                                                                                  \
+    }                                                                                                              \
+  } while (0)
+
+static pk_name_id g_forward, g_matmul, g_relu;
+
+static void* worker(void* arg) {
+  char name[32];
+  int i;
+  snprintf(name, sizeof name, "worker %d", *(const int*)arg);
+  CHECK(pk_set_thread_name(name) == PK_OK);
+  for (i = 0; i < ITERATIONS; ++i) {
+    pk_begin_event(g_forward, PK_EVENT_FORWARD);
+    pk_begin_event(g_matmul, PK_EVENT_OPERATOR);
+    pk_event_arg_int(pk_intern("flops"), 2 * i);
+    pk_end_event();
+    pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
+    pk_end_event();
+    pk_end_event();
+  }
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  pthread_t threads[THREADS];
+  int ids[THREADS];
+  int t;
+  size_t count = 0, i;
+  const pk_host_event* events;
+  pk_result* result = NULL;
+  pk_result* loaded = NULL;
+  pk_result_info info;
+  char trace_path[4096], json_path[4096];
+  const char* dir = argc > 1 ? argv[1] : ".";
+
+  CHECK((pk_api_version() >> 16) == PK_API_VERSION_MAJOR);
+  g_forward = pk_intern("Forward");
+  g_matmul = pk_intern("aten::matmul");
+  g_relu = pk_intern("aten::relu");
+  CHECK(g_forward != 0 && g_matmul != g_forward);
+
+  CHECK(pk_set_state(PK_STATE_READY) == PK_OK);
+  CHECK(pk_set_state(PK_STATE_RECORD) == PK_OK);
+  CHECK(pk_step_begin(0) == PK_OK);
+  for (t = 0; t < THREADS; ++t) {
+    ids[t] = t;
+    CHECK(pthread_create(&threads[t], NULL, worker, &ids[t]) == 0);
+  }
+  for (t = 0; t < THREADS; ++t) pthread_join(threads[t], NULL);
+  CHECK(pk_step(64) == PK_OK); /* ends ProfileStep#0, begins #1 */
+  pk_instant_event(pk_intern("checkpoint"), PK_EVENT_USER_DEFINED);
+  CHECK(pk_step_end(64) == PK_OK);
+  pk_end_event(); /* unmatched: counted, harmless */
+  CHECK(pk_set_state(PK_STATE_CLOSED) == PK_OK);
+
+  CHECK(pk_collect(&result) == PK_OK);
+  events = pk_result_host_events(result, &count);
+  /* 3 events per iteration per worker, 2 steps and 1 instant on main. */
+  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 3));
+  CHECK(pk_result_thread_count(result) == THREADS + 1);
+  for (i = 0; i < count; ++i) {
+    if (events[i].name == g_relu) CHECK(events[i].depth == 1);
+    if (events[i].name == g_forward) CHECK(events[i].depth == 0);
+  }
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK(pk_result_get_info(result, &info) == PK_OK);
+  CHECK(info.unmatched_ends == 1);
+  CHECK(info.step_count == 2 && info.first_step == 0);
+
+  snprintf(trace_path, sizeof trace_path, "%s/c_program.pktrace", dir);
+  snprintf(json_path, sizeof json_path, "%s/c_program.trace.json", dir);
+  CHECK(pk_result_save(result, trace_path) == PK_OK);
+  CHECK(pk_result_export_chrome(result, json_path) == PK_OK);
+  CHECK(pk_result_load(trace_path, &loaded) == PK_OK);
+  {
+    size_t loaded_count = 0;
+    const pk_host_event* again = pk_result_host_events(loaded, &loaded_count);
+    CHECK(loaded_count == count);
+    CHECK(loaded_count == count && memcmp(again, events, count * sizeof *events) == 0);
+  }
+  /* Errors come back as statuses with messages. */
+  {
+    pk_result* missing = NULL;
+    CHECK(pk_result_load("/nonexistent/x.pktrace", &missing) == PK_ERR_NOT_FOUND);
+    CHECK(missing == NULL);
+    CHECK(strstr(pk_last_error(), "/nonexistent/x.pktrace") != NULL);
+  }
+  pk_result_release(loaded);
+  pk_result_release(result);
+  if (failures == 0) printf("c_api_program: all checks passed (%lu events)\n", (unsigned long)count);
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,416 @@
+// Recording through the C ABI: nesting, threads, windows, steps, the memory
+// cap and every counted failure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "profkit/profkit.h"
+#include "test_support.h"
+
+namespace {
+
+using profkit_test::collect;
+using profkit_test::reset_engine;
+using profkit_test::ResultPtr;
+
+class RecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { reset_engine(); }
+  void TearDown() override {
+    reset_engine();
+    pk_set_memory_cap(1ull << 30);
+  }
+};
+
+std::vector<pk_host_event> events_of(const pk_result* r) {
+  size_t n = 0;
+  const pk_host_event* e = pk_result_host_events(r, &n);
+  return std::vector<pk_host_event>(e, e + n);
+}
+
+std::string name_of(const pk_result* r, const pk_host_event& e) { return pk_result_string(r, e.name); }
+
+pk_result_info info_of(const pk_result* r) {
+  pk_result_info info{};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(pk_result_get_info(r, &info), PK_OK);
+  return info;
+}
+
+TEST_F(RecorderTest, NothingIsRecordedOutsideARecordingState) {
+  const pk_name_id name = pk_intern("idle");
+  pk_begin_event(name, PK_EVENT_OPERATOR);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  pk_begin_event(name, PK_EVENT_OPERATOR);
+  pk_end_event();
+  ResultPtr r = collect();
+  EXPECT_TRUE(events_of(r.get()).empty());
+  EXPECT_EQ(info_of(r.get()).unmatched_ends, 0u);
+}
+
+TEST_F(RecorderTest, NestedEventsKeepOrderDepthAndParents) {
+  const pk_name_id outer = pk_intern("outer");
+  const pk_name_id inner = pk_intern("inner");
+  const pk_name_id leaf = pk_intern("leaf");
+  const uint64_t before = pk_now_ns();
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(outer, PK_EVENT_FORWARD);
+  pk_begin_event(inner, PK_EVENT_OPERATOR);
+  pk_begin_event(leaf, PK_EVENT_OPERATOR_INNER);
+  pk_end_event();
+  pk_end_event();
+  pk_begin_event(inner, PK_EVENT_OPERATOR);
+  pk_end_event();
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  const uint64_t after = pk_now_ns();
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "outer");
+  EXPECT_EQ(ev[0].type, PK_EVENT_FORWARD);
+  EXPECT_EQ(ev[0].depth, 0);
+  EXPECT_EQ(name_of(r.get(), ev[1]), "inner");
+  EXPECT_EQ(ev[1].depth, 1);
+  EXPECT_EQ(name_of(r.get(), ev[2]), "leaf");
+  EXPECT_EQ(ev[2].type, PK_EVENT_OPERATOR_INNER);
+  EXPECT_EQ(ev[2].depth, 2);
+  EXPECT_EQ(ev[3].depth, 1);
+  EXPECT_EQ(pk_result_parent(r.get(), 0), PK_NO_EVENT);
+  EXPECT_EQ(pk_result_parent(r.get(), 1), 0u);
+  EXPECT_EQ(pk_result_parent(r.get(), 2), 1u);
+  EXPECT_EQ(pk_result_parent(r.get(), 3), 0u);
+  for (const auto& e : ev) {
+    EXPECT_LE(e.start_ns, e.end_ns);
+    // Converted TSC ticks land on CLOCK_MONOTONIC between the bracketing reads.
+    EXPECT_GE(e.start_ns + 1000, before);
+    EXPECT_LE(e.end_ns, after + 1000);
+  }
+  EXPECT_LE(ev[0].start_ns, ev[1].start_ns);
+  EXPECT_GE(ev[0].end_ns, ev[3].end_ns);
+}
+
+TEST_F(RecorderTest, EventsOfEveryThreadAreKeptEvenAfterTheThreadExits) {
+  const pk_name_id name = pk_intern("work");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      pk_set_thread_name(("worker " + std::to_string(t)).c_str());
+      for (int i = 0; i < 100 + t; ++i) {
+        pk_begin_event(name, PK_EVENT_USER_DEFINED);
+        pk_end_event();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();  // every worker has exited before the collect
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  ASSERT_EQ(pk_result_thread_count(r.get()), 4u);
+  std::vector<std::string> names;
+  uint64_t total = 0;
+  uint64_t expected_first = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    pk_thread_info t{};
+    t.struct_size = sizeof t;
+    ASSERT_EQ(pk_result_get_thread(r.get(), i, &t), PK_OK);
+    EXPECT_EQ(t.first_event, expected_first);
+    expected_first += t.event_count;
+    names.push_back(t.name);
+    total += t.event_count;
+  }
+  EXPECT_EQ(total, 100u + 101u + 102u + 103u);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"worker 0", "worker 1", "worker 2", "worker 3"}));
+  pk_thread_info bad{};
+  bad.struct_size = sizeof bad;
+  EXPECT_EQ(pk_result_get_thread(r.get(), 4, &bad), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("out of range"), std::string::npos);
+}
+
+TEST_F(RecorderTest, UnmatchedEndsAreCountedNotFatal) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_end_event();  // this thread may have no buffer yet
+  pk_begin_event(pk_intern("a"), PK_EVENT_OPERATOR);
+  pk_end_event();
+  pk_end_event();
+  pk_end_event();
+  std::thread([] { pk_end_event(); }).join();  // a thread that never recorded
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(events_of(r.get()).size(), 1u);
+  EXPECT_EQ(info_of(r.get()).unmatched_ends, 4u);
+}
+
+TEST_F(RecorderTest, EventsOpenWhenRecordingStopsAreReportedUnfinished) {
+  const pk_name_id name = pk_intern("spans the stop");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  pk_end_event();  // not recording: costs nothing, changes nothing
+  ResultPtr r = collect();
+  EXPECT_EQ(events_of(r.get()).size(), 1u);
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 1u);
+
+  // The stale open event does not leak into the next window.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r2 = collect();
+  const auto ev = events_of(r2.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].depth, 0);
+  EXPECT_EQ(info_of(r2.get()).unfinished_events, 0u);
+}
+
+TEST_F(RecorderTest, CollectingWhileRecordingSplitsWithoutLossOrDuplicates) {
+  const pk_name_id name = pk_intern("tick");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  uint64_t total = 0;
+  uint64_t previous_end = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 30000; ++i) {  // crosses chunk boundaries
+      pk_begin_event(name, PK_EVENT_OPERATOR);
+      pk_end_event();
+    }
+    ResultPtr r = collect();
+    const pk_result_info info = info_of(r.get());
+    EXPECT_EQ(info.span_index > 0 || round == 0, true);
+    EXPECT_GE(info.start_ns, previous_end);
+    previous_end = info.end_ns;
+    total += events_of(r.get()).size();
+  }
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  total += events_of(collect().get()).size();
+  EXPECT_EQ(total, 5u * 30000u);
+}
+
+TEST_F(RecorderTest, MemoryCapDropsAndCountsEvents) {
+  ASSERT_EQ(pk_set_memory_cap(100), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("below one record buffer"), std::string::npos);
+  ASSERT_EQ(pk_set_memory_cap(256 * 1024), PK_OK);
+  EXPECT_EQ(pk_get_memory_cap(), 256u * 1024u);
+  const pk_name_id name = pk_intern("capped");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  constexpr int kEvents = 50000;  // far more than one 256 KiB buffer holds
+  std::thread([&] {
+    for (int i = 0; i < kEvents; ++i) {
+      pk_begin_event(name, PK_EVENT_OPERATOR);
+      pk_end_event();
+    }
+  }).join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const uint64_t kept = events_of(r.get()).size();
+  const pk_result_info info = info_of(r.get());
+  EXPECT_GT(info.dropped_events, 0u);
+  EXPECT_GT(kept, 0u);
+  EXPECT_EQ(kept + info.dropped_events, static_cast<uint64_t>(kEvents));
+}
+
+TEST_F(RecorderTest, StepsBecomeProfileStepEventsWithSamples) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(7), PK_OK);
+  pk_begin_event(pk_intern("op"), PK_EVENT_OPERATOR);
+  pk_end_event();
+  ASSERT_EQ(pk_step(32), PK_OK);  // ends #7, begins #8
+  EXPECT_EQ(pk_current_step(), 8u);
+  ASSERT_EQ(pk_step_end(16), PK_OK);
+  EXPECT_EQ(pk_step_end(0), PK_ERR_INVALID_STATE);
+  EXPECT_NE(std::string(pk_last_error()).find("no step is open"), std::string::npos);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#7");
+  EXPECT_EQ(ev[0].type, PK_EVENT_PROFILE_STEP);
+  EXPECT_EQ(name_of(r.get(), ev[1]), "op");
+  EXPECT_EQ(ev[1].depth, 1);  // nested in the step
+  EXPECT_EQ(name_of(r.get(), ev[2]), "ProfileStep#8");
+  EXPECT_EQ(ev[0].end_ns, ev[2].start_ns);  // one instant ends one step and begins the next
+  const pk_result_info info = info_of(r.get());
+  EXPECT_EQ(info.first_step, 7u);
+  EXPECT_EQ(info.step_count, 2u);
+  size_t nargs = 0;
+  const pk_event_arg* args = pk_result_event_args(r.get(), &nargs);
+  ASSERT_EQ(nargs, 2u);
+  EXPECT_EQ(std::string(pk_result_string(r.get(), args[0].key)), "num_samples");
+  EXPECT_EQ(args[0].event, 0u);
+  EXPECT_EQ(args[0].value, 32);
+  EXPECT_EQ(args[1].event, 2u);
+  EXPECT_EQ(args[1].value, 16);
+}
+
+TEST_F(RecorderTest, StepsOutsideAWholeWindowAreNotKept) {
+  ASSERT_EQ(pk_step_begin(0), PK_OK);  // begins while closed
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step(0), PK_OK);  // step 0 is not whole: dropped; step 1 begins
+  ASSERT_EQ(pk_step(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ASSERT_EQ(pk_step_end(0), PK_OK);  // step 2 ends after the window
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#1");
+}
+
+TEST_F(RecorderTest, InstantEventsArgumentsAndMemoryEvents) {
+  const pk_name_id op = pk_intern("aten::mm");
+  const pk_name_id shapes = pk_intern("input_shapes");
+  const pk_name_id bytes = pk_intern("bytes");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_event_arg_int(bytes, 1);  // no open event: ignored
+  pk_begin_event(op, PK_EVENT_OPERATOR);
+  pk_event_arg_str(shapes, "[[2, 3], [3, 4]]");
+  pk_event_arg_int(bytes, -5);
+  pk_instant_event(pk_intern("marker"), PK_EVENT_USER_DEFINED);
+  pk_record_memory(0, 0x1000, 4096, 4096, 8192);
+  pk_record_memory(-1, 0x1000, -4096, 0, 8192);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(name_of(r.get(), ev[1]), "marker");
+  EXPECT_EQ(ev[1].flags & PK_HOST_EVENT_INSTANT, PK_HOST_EVENT_INSTANT);
+  EXPECT_EQ(ev[1].start_ns, ev[1].end_ns);
+  EXPECT_EQ(ev[1].depth, 1);
+  size_t nargs = 0;
+  const pk_event_arg* args = pk_result_event_args(r.get(), &nargs);
+  ASSERT_EQ(nargs, 2u);
+  EXPECT_EQ(args[0].event, 0u);
+  EXPECT_EQ(args[0].kind, static_cast<uint32_t>(PK_ARG_STRING));
+  EXPECT_EQ(std::string(pk_result_string(r.get(), static_cast<size_t>(args[0].value))), "[[2, 3], [3, 4]]");
+  EXPECT_EQ(args[1].value, -5);
+  size_t nmem = 0;
+  const pk_memory_event* mem = pk_result_memory_events(r.get(), &nmem);
+  ASSERT_EQ(nmem, 2u);
+  EXPECT_EQ(mem[0].device, 0);
+  EXPECT_EQ(mem[0].bytes, 4096);
+  EXPECT_EQ(mem[0].total_allocated, 4096u);
+  EXPECT_EQ(mem[0].total_reserved, 8192u);
+  EXPECT_EQ(mem[1].device, -1);
+  EXPECT_EQ(mem[1].bytes, -4096);
+  EXPECT_LE(mem[0].time_ns, mem[1].time_ns);
+}
+
+TEST_F(RecorderTest, NestingBeyondTheLimitIsCountedAndOuterEventsSurvive) {
+  const pk_name_id name = pk_intern("deep");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (int i = 0; i < 300; ++i) pk_begin_event(name, PK_EVENT_OPERATOR);
+  for (int i = 0; i < 300; ++i) pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(events_of(r.get()).size(), 256u);
+  EXPECT_EQ(info_of(r.get()).overflowed_events, 44u);
+  EXPECT_EQ(info_of(r.get()).unmatched_ends, 0u);
+}
+
+TEST_F(RecorderTest, StringNamesInternToTheSameIds) {
+  const pk_name_id id = pk_intern("same name");
+  EXPECT_EQ(pk_intern("same name"), id);
+  EXPECT_STREQ(pk_name_string(id), "same name");
+  EXPECT_EQ(pk_name_string(0xFFFFFFF0u), nullptr);
+  EXPECT_EQ(pk_intern(nullptr), 0u);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event_str("same name", PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  pk_begin_event_str(nullptr, PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].name, id);
+  EXPECT_EQ(ev[1].name, 0u);
+}
+
+TEST_F(RecorderTest, UnknownTypesAndNamesAreSanitized) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(0xFFFFFF00u, static_cast<pk_event_type>(200));
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].name, 0u);
+  EXPECT_EQ(ev[0].type, PK_EVENT_USER_DEFINED);
+}
+
+TEST_F(RecorderTest, MetadataRankAndCountersReachTheResult) {
+  ASSERT_EQ(pk_set_rank(1, 4), PK_OK);
+  EXPECT_EQ(pk_set_rank(4, 4), PK_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(pk_set_metadata("model", "resnet"), PK_OK);
+  ASSERT_EQ(pk_set_metadata("model", "vit"), PK_OK);
+  ASSERT_EQ(pk_set_metadata("gone", "x"), PK_OK);
+  ASSERT_EQ(pk_set_metadata("gone", nullptr), PK_OK);
+  EXPECT_EQ(pk_set_metadata(nullptr, "x"), PK_ERR_INVALID_ARGUMENT);
+  pk_counters before{};
+  before.struct_size = sizeof before;
+  ASSERT_EQ(pk_get_counters(&before), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(pk_intern("x"), PK_EVENT_OPERATOR);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  pk_counters after{};
+  after.struct_size = sizeof after;
+  ASSERT_EQ(pk_get_counters(&after), PK_OK);
+  EXPECT_EQ(after.recorded_events, before.recorded_events + 1);
+  EXPECT_EQ(after.memory_cap, pk_get_memory_cap());
+  ResultPtr r = collect();
+  const pk_result_info info = info_of(r.get());
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.world_size, 4);
+  EXPECT_GT(info.pid, 0u);
+  EXPECT_STRNE(info.hostname, "");
+  EXPECT_STREQ(info.profkit_version, pk_version_string());
+  EXPECT_GT(info.clock_offset_ns, 0);
+  EXPECT_GE(info.cpu_count, 1u);
+  ASSERT_EQ(pk_result_metadata_count(r.get()), 1u);
+  const char* key = nullptr;
+  const char* value = nullptr;
+  ASSERT_EQ(pk_result_metadata(r.get(), 0, &key, &value), PK_OK);
+  EXPECT_STREQ(key, "model");
+  EXPECT_STREQ(value, "vit");
+  pk_set_rank(-1, -1);
+  pk_set_metadata("model", nullptr);
+}
+
+TEST_F(RecorderTest, BadArgumentsGiveStatusesAndMessages) {
+  EXPECT_EQ(pk_set_state(static_cast<pk_state>(9)), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("is not a pk_state"), std::string::npos);
+  EXPECT_EQ(pk_collect(nullptr), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pk_get_counters(nullptr), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pk_result_save(nullptr, "/tmp/x"), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pk_set_thread_name(nullptr), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(pk_status_string(PK_ERR_CORRUPT), "PK_ERR_CORRUPT");
+  EXPECT_STREQ(pk_event_type_name(PK_EVENT_PYTHON_USER_DEFINED), "PythonUserDefined");
+  EXPECT_EQ(pk_event_type_name(static_cast<pk_event_type>(15)), nullptr);
+  EXPECT_EQ(pk_api_version() >> 16, 1u);
+  size_t n = 99;
+  EXPECT_EQ(pk_result_host_events(nullptr, &n), nullptr);
+  EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RecorderTest, StateIsReportedAndTransitionsAreIdempotent) {
+  EXPECT_EQ(pk_get_state(), PK_STATE_CLOSED);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  EXPECT_EQ(pk_get_state(), PK_STATE_READY);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(pk_intern("a"), PK_EVENT_OPERATOR);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD_AND_RETURN), PK_OK);  // same window
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD_AND_RETURN), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(events_of(r.get()).size(), 1u);
+}
+
+}  // namespace

@@ -1,0 +1,140 @@
+// ResultBuilder: ordering, nesting by containment, argument resolution,
+// GPU attachment and sanitizing, on events with known timestamps.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "trace/result_builder.h"
+
+namespace profkit {
+namespace {
+
+pk_host_event ev(uint64_t start, uint64_t end, uint32_t name, uint8_t type = PK_EVENT_OPERATOR, uint8_t depth = 0) {
+  return {start, end, name, type, depth, 0};
+}
+
+TEST(SortAndNest, OrdersByStartThenLongerFirstAndNestsByContainment) {
+  std::vector<pk_host_event> e = {ev(20, 30, 3), ev(10, 100, 1), ev(10, 50, 2), ev(60, 60, 4), ev(100, 120, 5)};
+  sort_thread_events(e);
+  nest_by_containment(e);
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_EQ(e[0].name, 1u);
+  EXPECT_EQ(e[0].depth, 0);
+  EXPECT_EQ(e[1].name, 2u);
+  EXPECT_EQ(e[1].depth, 1);
+  EXPECT_EQ(e[2].name, 3u);
+  EXPECT_EQ(e[2].depth, 2);
+  EXPECT_EQ(e[3].name, 4u);  // zero-length, inside [10,100] only
+  EXPECT_EQ(e[3].depth, 1);
+  EXPECT_EQ(e[4].name, 5u);  // starts where the first ends: a sibling
+  EXPECT_EQ(e[4].depth, 0);
+}
+
+TEST(SortAndNest, EqualIntervalsUseTheDepthHint) {
+  std::vector<pk_host_event> e = {ev(5, 9, 2, PK_EVENT_OPERATOR, 1), ev(5, 9, 1, PK_EVENT_PROFILE_STEP, 0)};
+  sort_thread_events(e);
+  nest_by_containment(e);
+  EXPECT_EQ(e[0].name, 1u);
+  EXPECT_EQ(e[1].depth, 1);
+}
+
+TEST(SortAndNest, PartialOverlapsBecomeSiblings) {
+  // A user range crossing a step boundary is contained by neither step.
+  std::vector<pk_host_event> e = {ev(0, 100, 1), ev(100, 200, 2), ev(50, 150, 3)};
+  sort_thread_events(e);
+  nest_by_containment(e);
+  EXPECT_EQ(e[1].name, 3u);
+  EXPECT_EQ(e[1].depth, 0);
+  EXPECT_EQ(e[2].depth, 0);
+}
+
+TEST(ResultBuilder, ThreadsAreOrderedAndArgumentsResolved) {
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t op = b.add_string("op");
+  const uint32_t key = b.add_string("k");
+  const uint32_t t2 = b.thread(200);
+  const uint32_t t1 = b.thread(100);
+  b.set_thread_name(t1, "main");
+  b.add_event(t2, ev(5, 6, op));
+  b.add_event(t1, ev(1, 10, op, PK_EVENT_OPERATOR, 0));
+  b.add_event(t1, ev(2, 3, op, PK_EVENT_OPERATOR, 1));
+  b.add_arg(t1, 2, 1, key, PK_ARG_INT, 42);
+  b.add_arg(t1, 999, 0, key, PK_ARG_INT, 7);  // no such event: dropped
+  b.add_memory_event({
+      4,
+      0xA,
+      16,
+      16,
+      32,
+      t2,
+      -1,
+  });
+  auto r = b.finish();
+  ASSERT_EQ(r->threads.size(), 2u);
+  EXPECT_EQ(r->threads[0].tid, 100u);
+  EXPECT_EQ(r->threads[0].name, "main");
+  EXPECT_EQ(r->threads[0].event_count, 2u);
+  EXPECT_EQ(r->threads[1].first_event, 2u);
+  ASSERT_EQ(r->event_args.size(), 1u);
+  EXPECT_EQ(r->event_args[0].event, 1u);
+  EXPECT_EQ(r->event_args[0].value, 42);
+  ASSERT_EQ(r->memory_events.size(), 1u);
+  EXPECT_EQ(r->memory_events[0].thread, 1u);  // remapped to the final thread index
+  EXPECT_EQ(r->thread_of(2), 1u);
+  EXPECT_EQ(r->parent_of(1), 0u);
+  const std::vector<uint64_t> parents = r->all_parents();
+  EXPECT_EQ(parents, (std::vector<uint64_t>{PK_NO_EVENT, 0, PK_NO_EVENT}));
+}
+
+TEST(ResultBuilder, DeviceActivityAttachesToItsLaunchAndUnattachedIsCounted) {
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t op = b.add_string("aten::add");
+  const uint32_t launch = b.add_string("cudaLaunchKernel");
+  const uint32_t kernel = b.add_string("add_kernel");
+  const uint32_t t = b.thread(1);
+  b.add_event(t, ev(100, 200, op));
+  b.add_runtime_call(t, ev(100, 150, launch, PK_EVENT_CUDA_RUNTIME), 77);  // starts with the operator
+  pk_kernel_detail k{};
+  k.grid[0] = 8;
+  const uint32_t detail = b.add_kernel_detail(k);
+  b.add_device_event({300, 400, 0, kernel, 77, 7, 1, 0, PK_EVENT_KERNEL, 0, detail});
+  b.add_device_event({250, 260, 0, kernel, 78, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  auto r = b.finish();
+  ASSERT_EQ(r->host_events.size(), 2u);
+  EXPECT_EQ(r->host_events[1].type, PK_EVENT_CUDA_RUNTIME);
+  EXPECT_EQ(r->host_events[1].depth, 1);  // nested in the operator
+  ASSERT_EQ(r->device_events.size(), 2u);
+  EXPECT_EQ(r->device_events[0].start_ns, 250u);  // sorted by start
+  EXPECT_EQ(r->device_events[0].launch_event, PK_NO_EVENT);
+  EXPECT_EQ(r->device_events[1].launch_event, 1u);
+  EXPECT_EQ(r->parent_of(r->device_events[1].launch_event), 0u);
+  EXPECT_EQ(r->info.unattached_device_records, 1u);
+  EXPECT_EQ(r->kernel_details[r->device_events[1].detail].grid[0], 8u);
+}
+
+TEST(ResultBuilder, ProducersCannotSmuggleInvalidIds) {
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t t = b.thread(1);
+  b.add_event(t, ev(1, 2, 12345, 99));
+  b.add_arg(t, 1, 0, 999, PK_ARG_STRING, 5);
+  auto r = b.finish();
+  EXPECT_EQ(r->host_events[0].name, 0u);
+  EXPECT_EQ(r->host_events[0].type, PK_EVENT_USER_DEFINED);
+  EXPECT_TRUE(r->event_args.empty());
+}
+
+TEST(ParseProfileStep, AcceptsOnlyWholeNumbers) {
+  uint64_t n = 0;
+  EXPECT_TRUE(parse_profile_step("ProfileStep#12", &n));
+  EXPECT_EQ(n, 12u);
+  EXPECT_FALSE(parse_profile_step("ProfileStep#", &n));
+  EXPECT_FALSE(parse_profile_step("ProfileStep#1x", &n));
+  EXPECT_FALSE(parse_profile_step("Step#1", &n));
+}
+
+}  // namespace
+}  // namespace profkit

@@ -1,0 +1,215 @@
+// .pktrace files: exact round trips, and a clear error (never a crash, never a
+// partial result) for every kind of bad file.
+#include <flatbuffers/flatbuffers.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "profkit/profkit.h"
+#include "sample_result.h"
+#include "storage/record_layouts.h"
+#include "storage/trace_file.h"
+#include "test_support.h"
+#include "trace_generated.h"
+
+namespace profkit {
+namespace {
+
+using profkit_test::read_file;
+using profkit_test::TempDir;
+using profkit_test::write_file;
+
+template <class T>
+void expect_same_bytes(const Column<T>& a, const Column<T>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  if (!a.empty()) {
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(T)), 0);
+  }
+}
+
+TEST(Storage, RoundTripKeepsEveryRecordAndFact) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string path = dir.file("sample.pktrace");
+  save_result(*original, path);
+  auto loaded = load_result(path);
+
+  const ResultInfo& a = original->info;
+  const ResultInfo& b = loaded->info;
+  EXPECT_EQ(a.profkit_version, b.profkit_version);
+  EXPECT_EQ(b.schema_version, kSchemaVersion);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.hostname, b.hostname);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.world_size, b.world_size);
+  EXPECT_EQ(a.span_index, b.span_index);
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
+  EXPECT_EQ(a.dropped_events, b.dropped_events);
+  EXPECT_EQ(a.unmatched_ends, b.unmatched_ends);
+  EXPECT_EQ(a.overflowed_events, b.overflowed_events);
+  EXPECT_EQ(a.unfinished_events, b.unfinished_events);
+  EXPECT_EQ(a.dropped_device_records, b.dropped_device_records);
+  EXPECT_EQ(a.unattached_device_records, b.unattached_device_records);
+  EXPECT_EQ(a.process_cpu_ns, b.process_cpu_ns);
+  EXPECT_EQ(a.system_busy_ns, b.system_busy_ns);
+  EXPECT_EQ(a.system_idle_ns, b.system_idle_ns);
+  EXPECT_EQ(a.cpu_count, b.cpu_count);
+
+  ASSERT_EQ(original->strings.size(), loaded->strings.size());
+  for (size_t i = 0; i < original->strings.size(); ++i) EXPECT_EQ(original->strings.view(i), loaded->strings.view(i));
+  ASSERT_EQ(original->threads.size(), loaded->threads.size());
+  for (size_t i = 0; i < original->threads.size(); ++i) {
+    EXPECT_EQ(original->threads[i].tid, loaded->threads[i].tid);
+    EXPECT_EQ(original->threads[i].name, loaded->threads[i].name);
+    EXPECT_EQ(original->threads[i].first_event, loaded->threads[i].first_event);
+    EXPECT_EQ(original->threads[i].event_count, loaded->threads[i].event_count);
+  }
+  expect_same_bytes(original->host_events, loaded->host_events);
+  expect_same_bytes(original->event_args, loaded->event_args);
+  expect_same_bytes(original->memory_events, loaded->memory_events);
+  expect_same_bytes(original->device_events, loaded->device_events);
+  expect_same_bytes(original->kernel_details, loaded->kernel_details);
+  expect_same_bytes(original->memory_op_details, loaded->memory_op_details);
+  // Field order of the structs matches the schema, not just their sizes.
+  EXPECT_EQ(loaded->kernel_details[0].occupancy, 0.75f);
+  EXPECT_EQ(loaded->memory_op_details[0].dst_kind, 3);
+  EXPECT_EQ(loaded->memory_events[0].device, 0);
+  ASSERT_EQ(loaded->devices.size(), 1u);
+  EXPECT_EQ(loaded->devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(loaded->devices[0].total_memory, 150ull << 30);
+  EXPECT_EQ(loaded->devices[0].max_shared_memory_per_sm, 233472);
+  EXPECT_EQ(loaded->metadata, original->metadata);
+
+  // A loaded result saves to the same bytes: it is the same type downstream.
+  const std::string again = dir.file("again.pktrace");
+  save_result(*loaded, again);
+  EXPECT_EQ(read_file(path), read_file(again));
+}
+
+TEST(Storage, HostEventsTakeTwentyFourBytesOnDisk) {
+  TempDir dir;
+  // Two results with the same strings and thread table: 1 and 10000 events.
+  auto make = [](uint64_t events) {
+    ResultBuilder b({});
+    b.add_string("");
+    const uint32_t t = b.thread(1);
+    for (uint64_t i = 0; i < events; ++i) b.add_event(t, {i * 10, i * 10 + 5, 0, PK_EVENT_OPERATOR, 0, 0});
+    return b.finish();
+  };
+  const std::string f1 = dir.file("one.pktrace");
+  const std::string f2 = dir.file("many.pktrace");
+  save_result(*make(1), f1);
+  save_result(*make(10000), f2);
+  struct stat s1, s2;
+  ASSERT_EQ(stat(f1.c_str(), &s1), 0);
+  ASSERT_EQ(stat(f2.c_str(), &s2), 0);
+  EXPECT_EQ(static_cast<size_t>(s2.st_size - s1.st_size), 9999u * sizeof(pk_host_event));
+  EXPECT_EQ(sizeof(pk_host_event), 24u);
+}
+
+// Every bad file is an Error with the right status, naming the file.
+void expect_load_error(const std::string& path, pk_status status, const std::string& words) {
+  try {
+    load_result(path);
+    ADD_FAILURE() << "loading " << path << " should fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(Storage, BadFilesGiveClearErrors) {
+  TempDir dir;
+  auto r = profkit_test::make_sample_result();
+  const std::string good = dir.file("good.pktrace");
+  save_result(*r, good);
+  const std::string bytes = read_file(good);
+
+  expect_load_error(dir.file("missing.pktrace"), PK_ERR_NOT_FOUND, "No such file");
+  expect_load_error(dir.path(), PK_ERR_IO, "directory");
+
+  write_file(dir.file("empty.pktrace"), "");
+  expect_load_error(dir.file("empty.pktrace"), PK_ERR_CORRUPT, "empty");
+  write_file(dir.file("tiny.pktrace"), "PK");
+  expect_load_error(dir.file("tiny.pktrace"), PK_ERR_CORRUPT, "too small");
+  write_file(dir.file("chrome.json"), "{\"traceEvents\": []}");
+  expect_load_error(dir.file("chrome.json"), PK_ERR_CORRUPT, "looks like JSON");
+  write_file(dir.file("random.bin"), std::string(4096, '\x5a'));
+  expect_load_error(dir.file("random.bin"), PK_ERR_CORRUPT, "not a profkit trace");
+
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 1, size_t{64}}) {
+    write_file(dir.file("cut.pktrace"), bytes.substr(0, cut));
+    expect_load_error(dir.file("cut.pktrace"), PK_ERR_CORRUPT, "truncated (" + std::to_string(cut) + " of");
+  }
+  write_file(dir.file("long.pktrace"), bytes + "junk");
+  expect_load_error(dir.file("long.pktrace"), PK_ERR_CORRUPT, "4 unexpected bytes");
+  std::string flipped = bytes;
+  flipped[4] = static_cast<char>(0x7f);  // the root offset now points past the end
+  flipped[5] = static_cast<char>(0x7f);
+  write_file(dir.file("flipped.pktrace"), flipped);
+  expect_load_error(dir.file("flipped.pktrace"), PK_ERR_CORRUPT, "failed FlatBuffers verification");
+}
+
+// Builds a structurally valid FlatBuffer whose content is inconsistent.
+std::string craft(uint32_t min_reader, uint64_t thread_events, uint32_t event_name) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> strings = {b.CreateString(""), b.CreateString("x")};
+  auto strings_vec = b.CreateVector(strings);
+  std::vector<flatbuffers::Offset<schema::Thread>> threads = {
+      schema::CreateThread(b, 1, b.CreateString("t"), 0, thread_events)};
+  auto threads_vec = b.CreateVector(threads);
+  auto meta = schema::CreateMetadata(b, b.CreateString("0"), b.CreateString("h"));
+  pk_host_event e{1, 2, event_name, PK_EVENT_OPERATOR, 0, 0};
+  auto host = b.CreateVectorOfStructs(reinterpret_cast<const schema::HostEvent*>(&e), 1);
+  auto trace = schema::CreateTrace(b, 99, min_reader, meta, strings_vec, threads_vec, host);
+  schema::FinishSizePrefixedTraceBuffer(b, trace);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+TEST(Storage, InconsistentOrFutureFilesAreRefused) {
+  TempDir dir;
+  const std::string ok = dir.file("ok.pktrace");
+  write_file(ok, craft(1, 1, 1));
+  EXPECT_EQ(load_result(ok)->host_events.size(), 1u);  // the crafted baseline is fine
+
+  write_file(dir.file("future.pktrace"), craft(99, 1, 1));
+  expect_load_error(dir.file("future.pktrace"), PK_ERR_VERSION, "newer profkit");
+  write_file(dir.file("range.pktrace"), craft(1, 5, 1));
+  expect_load_error(dir.file("range.pktrace"), PK_ERR_CORRUPT, "thread 0");
+  write_file(dir.file("name.pktrace"), craft(1, 1, 77));
+  expect_load_error(dir.file("name.pktrace"), PK_ERR_CORRUPT, "host event 0");
+}
+
+TEST(Storage, TheCApiReportsErrorsAndLeavesNoPartialResult) {
+  TempDir dir;
+  pk_result* r = reinterpret_cast<pk_result*>(0x1);
+  EXPECT_EQ(pk_result_load(dir.file("nope.pktrace").c_str(), &r), PK_ERR_NOT_FOUND);
+  EXPECT_EQ(r, nullptr);
+  EXPECT_NE(std::string(pk_last_error()).find("nope.pktrace"), std::string::npos);
+  EXPECT_EQ(pk_result_load(nullptr, &r), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pk_result_load("x", nullptr), PK_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Storage, FailedSavesLeaveNothingBehind) {
+  TempDir dir;
+  auto r = profkit_test::make_sample_result();
+  try {
+    save_result(*r, dir.file("no/such/dir/out.pktrace"));
+    ADD_FAILURE() << "saving into a missing directory should fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no/such/dir/out.pktrace"), std::string::npos);
+  }
+  // The final file appears only complete; no temporaries remain.
+  const std::string path = dir.file("out.pktrace");
+  save_result(*r, path);
+  EXPECT_EQ(std::system(("test $(ls '" + dir.path() + "' | wc -l) -eq 1").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace profkit

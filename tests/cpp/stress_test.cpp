@@ -1,0 +1,81 @@
+// 8 threads x 1 M events nested 3 deep: nothing lost, nesting intact, and the
+// same after a save + load round trip.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "profkit/profkit.h"
+#include "test_support.h"
+
+namespace {
+
+using profkit_test::ResultPtr;
+
+constexpr int kThreads = 8;
+constexpr int kEventsPerThread = 1000002;  // 333334 triples: a multiple of 3
+
+void check(const pk_result* r, pk_name_id names[3]) {
+  ASSERT_EQ(pk_result_thread_count(r), static_cast<size_t>(kThreads));
+  size_t n = 0;
+  const pk_host_event* ev = pk_result_host_events(r, &n);
+  ASSERT_EQ(n, static_cast<size_t>(kThreads) * kEventsPerThread);
+  for (size_t t = 0; t < kThreads; ++t) {
+    pk_thread_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(pk_result_get_thread(r, t, &info), PK_OK);
+    ASSERT_EQ(info.event_count, static_cast<uint64_t>(kEventsPerThread));
+    int bad = 0;
+    for (uint64_t i = 0; i < info.event_count; ++i) {
+      const pk_host_event& e = ev[info.first_event + i];
+      const int depth = static_cast<int>(i % 3);
+      if (e.depth != depth || e.name != names[depth] || e.start_ns > e.end_ns) ++bad;
+      if (depth > 0) {
+        const pk_host_event& parent = ev[info.first_event + i - 1];
+        if (parent.start_ns > e.start_ns || parent.end_ns < e.end_ns) ++bad;
+      }
+    }
+    EXPECT_EQ(bad, 0) << "thread " << t;
+  }
+  pk_result_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(pk_result_get_info(r, &info), PK_OK);
+  EXPECT_EQ(info.dropped_events, 0u);
+  EXPECT_EQ(info.unmatched_ends, 0u);
+}
+
+TEST(Stress, EightThreadsOfAMillionNestedEventsSurviveSaveAndLoad) {
+  profkit_test::reset_engine();
+  pk_name_id names[3] = {pk_intern("stress/outer"), pk_intern("stress/middle"), pk_intern("stress/inner")};
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      for (int i = 0; i < kEventsPerThread / 3; ++i) {
+        pk_begin_event(names[0], PK_EVENT_FORWARD);
+        pk_begin_event(names[1], PK_EVENT_OPERATOR);
+        pk_begin_event(names[2], PK_EVENT_OPERATOR_INNER);
+        pk_end_event();
+        pk_end_event();
+        pk_end_event();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr collected = profkit_test::collect();
+  check(collected.get(), names);
+
+  profkit_test::TempDir dir;
+  const std::string path = dir.file("stress.pktrace");
+  ASSERT_EQ(pk_result_save(collected.get(), path.c_str()), PK_OK) << pk_last_error();
+  ResultPtr loaded = profkit_test::load(path);
+  check(loaded.get(), names);
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+"""The thin binding drives the engine: record, collect, save, load, export."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import profkit
+from profkit import _C, _records
+
+CLOSED, READY, RECORD, RECORD_AND_RETURN = 0, 1, 2, 3
+OPERATOR, PROFILE_STEP, USER_DEFINED, PYTHON_USER_DEFINED = 0, 2, 7, 14
+
+
+def host_events(result):
+    return _records.view(result.host_events, _records.HOST_EVENT)
+
+
+def record_sample():
+    _C.set_state(RECORD)
+    _C.step_begin(0)
+    for i in range(3):
+        _C.begin_event_str("outer", PYTHON_USER_DEFINED)
+        _C.begin_event(_C.intern("aten::add"), OPERATOR)
+        _C.event_arg_int(_C.intern("i"), i)
+        _C.end_event()
+        _C.end_event()
+    _C.step_end(16)
+    _C.set_state(CLOSED)
+    return _C.collect()
+
+
+def test_package_exposes_header_and_library():
+    import os
+
+    assert os.path.isfile(os.path.join(profkit.get_include(), "profkit", "profkit.h"))
+    assert os.path.isfile(profkit.get_library())
+    assert _C.api_version() >> 16 == 1
+    assert profkit.__version__ == _C.version()
+
+
+def test_python_module_uses_the_shared_engine_library():
+    # The binding must not carry its own static copy of the engine.
+    import ctypes
+    import os
+
+    lib = ctypes.CDLL(profkit.get_library())
+    lib.pk_get_state.restype = ctypes.c_int
+    _C.set_state(READY)
+    assert lib.pk_get_state() == READY
+    with open(f"/proc/{os.getpid()}/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if "libprofkit" in line}
+    assert mapped == {os.path.realpath(profkit.get_library())}
+
+
+def test_record_collect_nesting_and_steps():
+    result = record_sample()
+    ev = host_events(result)
+    names = result.strings()
+    assert [names[n] for n in ev["name"]] == ["ProfileStep#0"] + ["outer", "aten::add"] * 3
+    assert list(ev["depth"]) == [0] + [1, 2] * 3
+    assert ev["type"][0] == PROFILE_STEP
+    assert np.all(ev["start_ns"] <= ev["end_ns"])
+    assert result.parent(2) == 1 and result.parent(0) is None
+    info = result.info()
+    assert info["first_step"] == 0 and info["step_count"] == 1
+    assert info["host_event_count"] == 7
+    args = _records.view(result.event_args, _records.EVENT_ARG)
+    assert len(args) == 4  # num_samples on the step, i on each operator
+
+
+def test_save_and_load_give_the_same_events(tmp_path):
+    result = record_sample()
+    path = str(tmp_path / "run.pktrace")
+    result.save(path)
+    loaded = _C.load(path)
+    assert np.array_equal(host_events(loaded), host_events(result))
+    assert loaded.strings() == result.strings()
+    assert loaded.threads() == result.threads()
+    assert loaded.info() == result.info()
+
+
+def test_columns_outlive_their_result():
+    view = host_events(record_sample())  # the Result object is gone here
+    assert len(view) == 7 and view["end_ns"].max() > 0
+
+
+def test_events_from_many_threads():
+    _C.set_state(RECORD)
+
+    def work(k):
+        _C.set_thread_name(f"worker-{k}")
+        for _ in range(500):
+            _C.begin_event_str("w", USER_DEFINED)
+            _C.end_event()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _C.set_state(CLOSED)
+    result = _C.collect()
+    workers = [t for t in result.threads() if t["name"].startswith("worker-")]
+    assert sorted(t["name"] for t in workers) == [f"worker-{k}" for k in range(4)]
+    assert all(t["event_count"] == 500 for t in workers)
+
+
+HOSTILE = [
+    'quote " and backslash \\',
+    "newline\n tab\t bell\x07 escape\x1b del\x7f",  # names are C strings: no NUL
+    "unicode é € 😀 ‮right-to-left",
+    "</script><script>alert(1)</script>",
+    "{\"json\": [1, 2]}",
+]
+
+
+def test_chrome_export_is_valid_json_for_hostile_names(tmp_path):
+    _C.set_state(RECORD)
+    for name in HOSTILE:
+        _C.begin_event_str(name, USER_DEFINED)
+        _C.end_event()
+    # Invalid UTF-8 can only come from C callers; pass raw bytes through intern.
+    _C.set_state(CLOSED)
+    result = _C.collect()
+    path = tmp_path / "hostile.trace.json"
+    result.export_chrome(str(path))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    names = {e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"}
+    assert names == set(HOSTILE)
+    cats = {e["cat"] for e in doc["traceEvents"] if e.get("ph") == "X"}
+    assert cats == {"UserDefined"}
+    assert doc["profkit"]["host_event_count"] == len(HOSTILE)
+    assert doc["profkit"]["pid"] > 0
+
+
+def test_invalid_utf8_from_c_callers_is_replaced(tmp_path):
+    import ctypes
+
+    lib = ctypes.CDLL(profkit.get_library())
+    lib.pk_begin_event_str.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    _C.set_state(RECORD)
+    lib.pk_begin_event_str(b"bad \xff\xfe bytes \xc0\xaf", USER_DEFINED)
+    _C.end_event()
+    _C.set_state(CLOSED)
+    result = _C.collect()
+    path = tmp_path / "bad.trace.json"
+    result.export_chrome(str(path))
+    doc = json.loads(path.read_bytes().decode("utf-8"))  # strict decoding succeeds
+    (name,) = [e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert name == "bad \ufffd\ufffd bytes \ufffd\ufffd"
+
+
+def test_bad_files_raise_clear_python_errors(tmp_path):
+    missing = tmp_path / "missing.pktrace"
+    with pytest.raises(FileNotFoundError, match="missing.pktrace"):
+        _C.load(str(missing))
+    empty = tmp_path / "empty.pktrace"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        _C.load(str(empty))
+    good = tmp_path / "good.pktrace"
+    record_sample().save(str(good))
+    data = good.read_bytes()
+    truncated = tmp_path / "truncated.pktrace"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="truncated"):
+        _C.load(str(truncated))
+    chrome = tmp_path / "x.trace.json"
+    chrome.write_text('{"traceEvents": []}')
+    with pytest.raises(ValueError, match="looks like JSON"):
+        _C.load(str(chrome))
+    with pytest.raises(FileNotFoundError, match="cannot create"):
+        record_sample().save(str(tmp_path / "no" / "dir" / "x.pktrace"))
+    with pytest.raises(ValueError, match="not a pk_state"):
+        _C.set_state(7)
+    with pytest.raises(RuntimeError, match="no step is open"):
+        _C.step_end(0)
