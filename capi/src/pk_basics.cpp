@@ -34,6 +34,8 @@ PK_API const char* pk_status_string(pk_status status) noexcept {
       return "PK_ERR_INVALID_STATE";
     case PK_ERR_INTERNAL:
       return "PK_ERR_INTERNAL";
+    case PK_ERR_UNSUPPORTED:
+      return "PK_ERR_UNSUPPORTED";
   }
   return "PK_ERR_UNKNOWN";
 }

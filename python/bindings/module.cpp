@@ -32,6 +32,7 @@ namespace {
       break;
     case PK_ERR_INVALID_STATE:
     case PK_ERR_INTERNAL:
+    case PK_ERR_UNSUPPORTED:
       PyErr_SetString(PyExc_RuntimeError, message.c_str());
       break;
     default:  // invalid argument, corrupt, version, too large

@@ -113,7 +113,8 @@ typedef enum pk_status {
   PK_ERR_TOO_LARGE = 6,        /* the result does not fit one trace file */
   PK_ERR_OUT_OF_MEMORY = 7,
   PK_ERR_INVALID_STATE = 8, /* a call that makes no sense in the current state */
-  PK_ERR_INTERNAL = 9       /* a bug in profkit: please report it */
+  PK_ERR_INTERNAL = 9,      /* a bug in profkit: please report it */
+  PK_ERR_UNSUPPORTED = 10   /* not available here (e.g. GPU tracing without CUDA) */
 } pk_status;
 
 /* A collected (or loaded) trace. Opaque; owned by whoever received it. */
@@ -248,6 +249,22 @@ PK_API pk_status pk_step_end(uint64_t num_samples) PK_NOEXCEPT;
 
 /* The number of the open (or next) step. Thread-safe. */
 PK_API uint64_t pk_current_step(void) PK_NOEXCEPT;
+
+/* ------------------------------------------------------------------------- */
+/* GPU tracing                                                               */
+/* ------------------------------------------------------------------------- */
+
+/* Whether GPU tracing (CUPTI) can work in this process: 1 if it can, 0 if not.
+ * When `reason` is not NULL it receives a sentence saying why not (or what was
+ * found), e.g. "no CUDA driver (libcuda.so.1 not found)"; static storage,
+ * valid until the next call. Probes once and caches the answer. Thread-safe. */
+PK_API int32_t pk_gpu_available(const char** reason) PK_NOEXCEPT;
+
+/* Turns GPU tracing on or off for the recording windows that follow (off by
+ * default). Turning it on where it cannot work is PK_ERR_UNSUPPORTED with the
+ * reason in pk_last_error(); CPU recording is unaffected either way.
+ * Thread-safe; serialized with pk_set_state. */
+PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 
 /* ------------------------------------------------------------------------- */
 /* Configuration, metadata and counters                                      */
