@@ -1,0 +1,63 @@
+// Shared pieces of the profkit._C binding: status -> exception mapping, the
+// owning Result wrapper, and zero-copy column views. Each bind_*() function
+// registers one concern's functions on the module (see module.cpp).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "profkit/profkit.h"
+
+namespace profkit_py {
+
+namespace py = pybind11;
+
+// Raises the Python exception that matches `status`, carrying pk_last_error().
+[[noreturn]] void raise_status(pk_status status);
+
+inline void check(pk_status status) {
+  if (status != PK_OK) raise_status(status);
+}
+
+struct ResultDeleter {
+  void operator()(pk_result* r) const { pk_result_release(r); }
+};
+
+// Owns a pk_result; columns and strings are borrowed from it.
+class Result {
+ public:
+  explicit Result(pk_result* r) : r_(r) {}
+  const pk_result* get() const { return r_.get(); }
+
+ private:
+  std::unique_ptr<pk_result, ResultDeleter> r_;
+};
+
+// A read-only column of frozen records. Holding a reference to the Python
+// Result object keeps the records alive as long as any view of them.
+struct Column {
+  py::object owner;
+  const void* data;
+  size_t count;
+  size_t itemsize;
+};
+
+template <class T>
+Column make_column(py::object owner, const T* (*accessor)(const pk_result*, size_t*)) {
+  const Result& r = owner.cast<const Result&>();
+  size_t n = 0;
+  const T* data = accessor(r.get(), &n);
+  return Column{std::move(owner), data, n, sizeof(T)};
+}
+
+// Strings may hold any bytes (names come from C callers); decode leniently so
+// a bad name never makes a whole trace unreadable from Python.
+py::str decode(const char* text);
+
+void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config
+void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
+
+}  // namespace profkit_py

@@ -1,0 +1,83 @@
+// Recording, state, steps and configuration: one Python function per C ABI call.
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "binding.h"
+
+namespace profkit_py {
+
+void bind_engine(py::module_& m) {
+  m.def("api_version", &pk_api_version, "(major << 16) | minor of the loaded libprofkit.so");
+  m.def("version", &pk_version_string, "The profkit release of the loaded engine");
+
+  m.def(
+      "intern", [](const std::string& name) { return pk_intern(name.c_str()); },
+      "Interns a name; returns its stable id", py::arg("name"));
+  m.def(
+      "name_string",
+      [](pk_name_id id) -> py::object {
+        const char* s = pk_name_string(id);
+        return s == nullptr ? py::none() : py::object(decode(s));
+      },
+      py::arg("id"));
+  m.def(
+      "begin_event", [](pk_name_id name, int type) { pk_begin_event(name, static_cast<pk_event_type>(type)); },
+      py::arg("name_id"), py::arg("event_type"));
+  m.def(
+      "begin_event_str", [](const char* name, int type) { pk_begin_event_str(name, static_cast<pk_event_type>(type)); },
+      py::arg("name"), py::arg("event_type"));
+  m.def("end_event", &pk_end_event);
+  m.def(
+      "instant_event", [](pk_name_id name, int type) { pk_instant_event(name, static_cast<pk_event_type>(type)); },
+      py::arg("name_id"), py::arg("event_type"));
+  m.def("event_arg_int", &pk_event_arg_int, py::arg("key_id"), py::arg("value"));
+  m.def(
+      "event_arg_str", [](pk_name_id key, const std::string& v) { pk_event_arg_str(key, v.c_str()); },
+      py::arg("key_id"), py::arg("value"));
+  m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
+  m.def(
+      "set_thread_name", [](const std::string& name) { check(pk_set_thread_name(name.c_str())); }, py::arg("name"));
+  m.def("record_memory", &pk_record_memory, py::arg("device"), py::arg("address"), py::arg("bytes"),
+        py::arg("total_allocated"), py::arg("total_reserved"));
+
+  m.def(
+      "set_state", [](int state) { check(pk_set_state(static_cast<pk_state>(state))); }, py::arg("state"));
+  m.def("get_state", [] { return static_cast<int>(pk_get_state()); });
+  m.def(
+      "step", [](uint64_t n) { check(pk_step(n)); }, py::arg("num_samples") = 0);
+  m.def(
+      "step_begin", [](uint64_t n) { check(pk_step_begin(n)); }, py::arg("step_number"));
+  m.def(
+      "step_end", [](uint64_t n) { check(pk_step_end(n)); }, py::arg("num_samples") = 0);
+  m.def("current_step", &pk_current_step);
+
+  m.def(
+      "set_memory_cap", [](uint64_t bytes) { check(pk_set_memory_cap(bytes)); }, py::arg("bytes"));
+  m.def("get_memory_cap", &pk_get_memory_cap);
+  m.def(
+      "set_rank", [](int32_t rank, int32_t world) { check(pk_set_rank(rank, world)); }, py::arg("rank"),
+      py::arg("world_size"));
+  m.def(
+      "set_metadata",
+      [](const std::string& key, std::optional<std::string> value) {
+        check(pk_set_metadata(key.c_str(), value ? value->c_str() : nullptr));
+      },
+      py::arg("key"), py::arg("value"));
+  m.def("counters", [] {
+    pk_counters c{};
+    c.struct_size = sizeof c;
+    check(pk_get_counters(&c));
+    py::dict d;
+    d["recorded_events"] = c.recorded_events;
+    d["dropped_events"] = c.dropped_events;
+    d["unmatched_ends"] = c.unmatched_ends;
+    d["overflowed_events"] = c.overflowed_events;
+    d["memory_used"] = c.memory_used;
+    d["memory_cap"] = c.memory_cap;
+    return d;
+  });
+}
+
+}  // namespace profkit_py
