@@ -1,4 +1,6 @@
 // Version, errors and names: the parts of the C ABI with no engine state.
+#include <cstring>
+
 #include "common/error.h"
 #include "common/event_types.h"
 #include "profkit/profkit.h"
@@ -36,13 +38,17 @@ PK_API const char* pk_status_string(pk_status status) noexcept {
       return "PK_ERR_INTERNAL";
     case PK_ERR_UNSUPPORTED:
       return "PK_ERR_UNSUPPORTED";
+    case PK_STATUS_MAX_ENUM:
+      break;
   }
   return "PK_ERR_UNKNOWN";
 }
 
 PK_API const char* pk_event_type_name(pk_event_type type) noexcept {
-  if (static_cast<uint32_t>(type) >= PK_EVENT_TYPE_COUNT) return nullptr;
-  return profkit::event_type_name(static_cast<uint32_t>(type)).data();
+  uint32_t raw = 0;  // the raw bits: a C caller may pass any int
+  std::memcpy(&raw, &type, sizeof raw);
+  if (raw >= PK_EVENT_TYPE_COUNT) return nullptr;
+  return profkit::event_type_name(raw).data();
 }
 
 }  // extern "C"

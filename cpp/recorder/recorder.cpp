@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 
 #include "common/clock.h"
@@ -97,8 +98,11 @@ uint64_t Recorder::unmatched_without_buffer_total() noexcept {
 pk_state Recorder::state() const noexcept { return static_cast<pk_state>(state_.load(std::memory_order_relaxed)); }
 
 void Recorder::set_state(pk_state to) {
-  if (to < PK_STATE_CLOSED || to > PK_STATE_RECORD_AND_RETURN) {
-    throw Error(PK_ERR_INVALID_ARGUMENT, "pk_set_state: " + std::to_string(static_cast<int>(to)) +
+  // Compare the raw integer: a C caller may pass any int.
+  int raw = 0;
+  std::memcpy(&raw, &to, sizeof raw);
+  if (raw < PK_STATE_CLOSED || raw > PK_STATE_RECORD_AND_RETURN) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, "pk_set_state: " + std::to_string(raw) +
                                              " is not a pk_state (use PK_STATE_CLOSED, READY, RECORD or "
                                              "RECORD_AND_RETURN)");
   }

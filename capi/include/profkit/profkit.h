@@ -89,7 +89,10 @@ typedef enum pk_event_type {
   PK_EVENT_OPTIMIZATION = 11,
   PK_EVENT_COMMUNICATION = 12,
   PK_EVENT_PYTHON_OP = 13,
-  PK_EVENT_PYTHON_USER_DEFINED = 14
+  PK_EVENT_PYTHON_USER_DEFINED = 14,
+  /* Not a type: keeps the enum 32 bits wide in every compiler, so any value a
+   * C caller passes is representable (out-of-range types are sanitized). */
+  PK_EVENT_TYPE_MAX_ENUM = 0x7FFFFFFF
 } pk_event_type;
 #define PK_EVENT_TYPE_COUNT 15
 
@@ -99,7 +102,8 @@ typedef enum pk_state {
   PK_STATE_CLOSED = 0,
   PK_STATE_READY = 1,
   PK_STATE_RECORD = 2,
-  PK_STATE_RECORD_AND_RETURN = 3
+  PK_STATE_RECORD_AND_RETURN = 3,
+  PK_STATE_MAX_ENUM = 0x7FFFFFFF /* not a state: keeps the enum 32 bits wide */
 } pk_state;
 
 /* 0 is success; every other value comes with a message in pk_last_error(). */
@@ -112,9 +116,10 @@ typedef enum pk_status {
   PK_ERR_VERSION = 5,          /* a profkit file from a newer, incompatible version */
   PK_ERR_TOO_LARGE = 6,        /* the result does not fit one trace file */
   PK_ERR_OUT_OF_MEMORY = 7,
-  PK_ERR_INVALID_STATE = 8, /* a call that makes no sense in the current state */
-  PK_ERR_INTERNAL = 9,      /* a bug in profkit: please report it */
-  PK_ERR_UNSUPPORTED = 10   /* not available here (e.g. GPU tracing without CUDA) */
+  PK_ERR_INVALID_STATE = 8,       /* a call that makes no sense in the current state */
+  PK_ERR_INTERNAL = 9,            /* a bug in profkit: please report it */
+  PK_ERR_UNSUPPORTED = 10,        /* not available here (e.g. GPU tracing without CUDA) */
+  PK_STATUS_MAX_ENUM = 0x7FFFFFFF /* not a status: keeps the enum 32 bits wide */
 } pk_status;
 
 /* A collected (or loaded) trace. Opaque; owned by whoever received it. */
@@ -357,7 +362,7 @@ typedef struct pk_host_event {
 } pk_host_event;
 #define PK_HOST_EVENT_INSTANT 0x1
 
-typedef enum pk_arg_kind { PK_ARG_INT = 0, PK_ARG_STRING = 1 } pk_arg_kind;
+typedef enum pk_arg_kind { PK_ARG_INT = 0, PK_ARG_STRING = 1, PK_ARG_KIND_MAX_ENUM = 0x7FFFFFFF } pk_arg_kind;
 
 typedef struct pk_event_arg {
   uint64_t event; /* index into pk_result_host_events */
