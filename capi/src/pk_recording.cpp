@@ -136,6 +136,17 @@ PK_API pk_status pk_set_state(pk_state state) noexcept {
   return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(state); });
 }
 
+PK_API pk_status pk_add_state_listener(pk_state_listener listener, void* user_data, uint64_t* handle) noexcept {
+  return guarded("pk_add_state_listener", [&] {
+    profkit::require(handle, "pk_add_state_listener", "handle");
+    *handle = profkit::Recorder::instance().add_state_listener(listener, user_data);
+  });
+}
+
+PK_API pk_status pk_remove_state_listener(uint64_t handle) noexcept {
+  return guarded("pk_remove_state_listener", [&] { profkit::Recorder::instance().remove_state_listener(handle); });
+}
+
 PK_API pk_state pk_get_state(void) noexcept { return profkit::Recorder::instance().state(); }
 
 PK_API pk_status pk_step(uint64_t num_samples) noexcept {

@@ -126,6 +126,27 @@ void Recorder::set_state(pk_state to) {
   }
   state_.store(to, std::memory_order_relaxed);
   if (source_ != nullptr) source_->on_state_change(from, to);
+  for (const Listener& l : listeners_) l.fn(from, to, l.user_data);
+}
+
+uint64_t Recorder::add_state_listener(pk_state_listener listener, void* user_data) {
+  if (listener == nullptr) throw Error(PK_ERR_INVALID_ARGUMENT, "pk_add_state_listener: listener must not be NULL");
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t handle = next_listener_handle_++;
+  listeners_.push_back({handle, listener, user_data});
+  const pk_state now = state();
+  if (now != PK_STATE_CLOSED) listener(PK_STATE_CLOSED, now, user_data);
+  return handle;
+}
+
+void Recorder::remove_state_listener(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(listeners_.begin(), listeners_.end(), [&](const Listener& l) { return l.handle == handle; });
+  if (it == listeners_.end()) {
+    throw Error(PK_ERR_INVALID_ARGUMENT,
+                "pk_remove_state_listener: no listener has handle " + std::to_string(handle) + " (removed twice?)");
+  }
+  listeners_.erase(it);
 }
 
 void Recorder::step_begin(uint64_t number) {

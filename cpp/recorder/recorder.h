@@ -39,6 +39,11 @@ class Recorder {
   // Not owned; must outlive the recorder's use of it (nullptr detaches).
   void set_activity_source(ActivitySource* source);
 
+  // State listeners (pk_add_state_listener): called under the control lock
+  // after each change. add_state_listener returns the handle.
+  uint64_t add_state_listener(pk_state_listener listener, void* user_data);
+  void remove_state_listener(uint64_t handle);
+
   // Unmatched ends on threads that never recorded (they have no buffer).
   static void count_unmatched_without_buffer() noexcept;
   static uint64_t unmatched_without_buffer_total() noexcept;
@@ -74,6 +79,14 @@ class Recorder {
   int32_t world_size_ = -1;
   std::vector<std::pair<std::string, std::string>> metadata_;
   ActivitySource* source_ = nullptr;
+
+  struct Listener {
+    uint64_t handle;
+    pk_state_listener fn;
+    void* user_data;
+  };
+  std::vector<Listener> listeners_;
+  uint64_t next_listener_handle_ = 1;
 };
 
 }  // namespace profkit

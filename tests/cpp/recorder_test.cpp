@@ -413,4 +413,38 @@ TEST_F(RecorderTest, StateIsReportedAndTransitionsAreIdempotent) {
   EXPECT_EQ(events_of(r.get()).size(), 1u);
 }
 
+struct Transitions {
+  std::vector<std::pair<pk_state, pk_state>> seen;
+};
+
+void remember(pk_state from, pk_state to, void* user) { static_cast<Transitions*>(user)->seen.emplace_back(from, to); }
+
+TEST_F(RecorderTest, StateListenersSeeEveryTransitionFromClosed) {
+  Transitions early;
+  uint64_t h1 = 0;
+  ASSERT_EQ(pk_add_state_listener(remember, &early, &h1), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  Transitions late;  // joins while recording: told CLOSED -> RECORD at once
+  uint64_t h2 = 0;
+  ASSERT_EQ(pk_add_state_listener(remember, &late, &h2), PK_OK);
+  EXPECT_NE(h1, h2);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);  // no change: no call
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ASSERT_EQ(pk_remove_state_listener(h1), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(pk_remove_state_listener(h2), PK_OK);
+  using T = std::vector<std::pair<pk_state, pk_state>>;
+  EXPECT_EQ(
+      early.seen,
+      (T{{PK_STATE_CLOSED, PK_STATE_READY}, {PK_STATE_READY, PK_STATE_RECORD}, {PK_STATE_RECORD, PK_STATE_CLOSED}}));
+  EXPECT_EQ(
+      late.seen,
+      (T{{PK_STATE_CLOSED, PK_STATE_RECORD}, {PK_STATE_RECORD, PK_STATE_CLOSED}, {PK_STATE_CLOSED, PK_STATE_READY}}));
+  EXPECT_EQ(pk_remove_state_listener(h1), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("removed twice"), std::string::npos);
+  EXPECT_EQ(pk_add_state_listener(nullptr, nullptr, &h1), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pk_add_state_listener(remember, nullptr, nullptr), PK_ERR_INVALID_ARGUMENT);
+}
+
 }  // namespace

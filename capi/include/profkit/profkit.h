@@ -236,6 +236,24 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
  * pk_collect. */
 PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
 
+/* Called after every state change with the old and the new state. Frameworks
+ * use it to arm costly hooks only while recording (a listener added while the
+ * state is not CLOSED is called at once with (PK_STATE_CLOSED, current state),
+ * so every listener sees a sequence of transitions that starts from CLOSED).
+ * It runs on the thread that changed the state while state changes are
+ * serialized: it must return quickly and must not call pk_set_state,
+ * pk_collect, pk_step* or pk_add/remove_state_listener (that would deadlock). */
+typedef void (*pk_state_listener)(pk_state from, pk_state to, void* user_data);
+
+/* Registers `listener` (with `user_data`, passed back unchanged) and stores a
+ * handle for pk_remove_state_listener in *handle. Thread-safe. */
+PK_API pk_status pk_add_state_listener(pk_state_listener listener, void* user_data, uint64_t* handle) PK_NOEXCEPT;
+
+/* Unregisters a listener; after it returns the listener is not running and
+ * will not be called again. An unknown handle is PK_ERR_INVALID_ARGUMENT.
+ * Thread-safe. */
+PK_API pk_status pk_remove_state_listener(uint64_t handle) PK_NOEXCEPT;
+
 /* The current state. One relaxed atomic load. Thread-safe. */
 PK_API pk_state pk_get_state(void) PK_NOEXCEPT;
 
