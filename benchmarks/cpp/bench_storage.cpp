@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "export/chrome_trace.h"
+#include "profkit/profkit.h"
 #include "storage/trace_file.h"
 #include "trace/result_builder.h"
 
@@ -79,6 +82,46 @@ void BM_LoadVerified(benchmark::State& state) {
   std::remove(path.c_str());
 }
 BENCHMARK(BM_LoadVerified)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+
+// Collecting a large window: draining 4 threads' buffers, converting ticks,
+// ordering and nesting each thread's events, building the Result.
+void BM_Collect(benchmark::State& state) {
+  const uint64_t per_thread = event_count() / 4 / 3;
+  const pk_name_id names[3] = {pk_intern("outer"), pk_intern("middle"), pk_intern("inner")};
+  pk_set_memory_cap(8ull << 30);
+  uint64_t collected = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    pk_set_state(PK_STATE_RECORD);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (uint64_t i = 0; i < per_thread; ++i) {
+          pk_begin_event(names[0], PK_EVENT_FORWARD);
+          pk_begin_event(names[1], PK_EVENT_OPERATOR);
+          pk_begin_event(names[2], PK_EVENT_OPERATOR_INNER);
+          pk_end_event();
+          pk_end_event();
+          pk_end_event();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    pk_set_state(PK_STATE_READY);
+    state.ResumeTiming();
+    pk_result* r = nullptr;
+    pk_collect(&r);
+    state.PauseTiming();
+    size_t n = 0;
+    pk_result_host_events(r, &n);
+    collected += n;
+    pk_result_release(r);
+    state.ResumeTiming();
+  }
+  pk_set_state(PK_STATE_CLOSED);
+  state.SetItemsProcessed(static_cast<int64_t>(collected));
+}
+BENCHMARK(BM_Collect)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 }  // namespace
 

@@ -266,8 +266,11 @@ std::unique_ptr<Result> Recorder::collect() {
       if (!has_thread) {
         thread = builder.thread(tb.tid());
         builder.set_thread_name(thread, tb.name());
+        // Every record written since the last collect is about to arrive.
+        builder.reserve_events(thread, tb.recorded_events.get() - tb.collected_records);
         has_thread = true;
       }
+      tb.collected_records += n;
       RecordConverter(builder, clock, thread).convert(records, n);
     });
     const uint64_t dropped = tb.dropped_events.get();

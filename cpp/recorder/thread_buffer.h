@@ -138,6 +138,8 @@ class ThreadBuffer {
   OwnerCounter unmatched_ends;
   OwnerCounter overflowed_events;
 
+  // Records already collected, for sizing the next collect (collector only).
+  uint64_t collected_records = 0;
   // Counter values already reported in earlier results (collector only).
   uint64_t reported_dropped = 0;
   uint64_t reported_unmatched = 0;

@@ -1,5 +1,7 @@
 #include "trace/result_builder.h"
 
+#include "trace/event_order.h"
+
 #include <algorithm>
 
 namespace profkit {
@@ -17,27 +19,6 @@ uint64_t start_depth_key(uint64_t start_ns, uint8_t depth) {
 }
 
 }  // namespace
-
-void sort_thread_events(std::vector<pk_host_event>& events) {
-  auto before = [](const pk_host_event& a, const pk_host_event& b) {
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
-    return a.depth < b.depth;
-  };
-  if (!std::is_sorted(events.begin(), events.end(), before)) {
-    std::sort(events.begin(), events.end(), before);
-  }
-}
-
-void nest_by_containment(std::vector<pk_host_event>& events) {
-  // A stack of the end times of the events enclosing the current one.
-  std::vector<uint64_t> open_ends;
-  for (pk_host_event& e : events) {
-    while (!open_ends.empty() && open_ends.back() < e.end_ns) open_ends.pop_back();
-    e.depth = static_cast<uint8_t>(std::min<size_t>(open_ends.size(), 255));
-    open_ends.push_back(e.end_ns);
-  }
-}
 
 ResultBuilder::ResultBuilder(ResultInfo info) : info_(std::move(info)) {}
 

@@ -32,6 +32,10 @@ class ResultBuilder {
 
   // A handle for OS thread `tid`, created on first use.
   uint32_t thread(uint64_t tid);
+  // Room for `n` more events on `thread` (an estimate; avoids regrowth).
+  void reserve_events(uint32_t thread, size_t n) {
+    threads_[thread].events.reserve(threads_[thread].events.size() + n);
+  }
   void set_thread_name(uint32_t thread, std::string name);
 
   // `depth` is a hint that orders events with equal start and end (lower is
@@ -95,11 +99,5 @@ class ResultBuilder {
   std::vector<DeviceInfo> devices_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
-
-// One thread's events in Result order: start ascending, then longer first,
-// then lower depth hint first.
-void sort_thread_events(std::vector<pk_host_event>& events);
-// Rewrites depth from time containment on sorted events (saturating at 255).
-void nest_by_containment(std::vector<pk_host_event>& events);
 
 }  // namespace profkit

@@ -2,9 +2,13 @@
 // GPU attachment and sanitizing, on events with known timestamps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "trace/event_order.h"
 #include "trace/result_builder.h"
 
 namespace profkit {
@@ -47,6 +51,59 @@ TEST(SortAndNest, PartialOverlapsBecomeSiblings) {
   EXPECT_EQ(e[1].name, 3u);
   EXPECT_EQ(e[1].depth, 0);
   EXPECT_EQ(e[2].depth, 0);
+}
+
+// Events as the recorder writes them: post-order (at their end), with the
+// stack index as depth hint; steps around them; optional unsorted extras.
+std::vector<pk_host_event> recorded_tree(std::mt19937& rng, int roots) {
+  std::vector<pk_host_event> out;
+  uint64_t clock = 100;
+  std::function<void(int)> node = [&](int depth) {
+    const uint64_t start = clock++;
+    const int children = depth < 4 ? static_cast<int>(rng() % 4) : 0;
+    for (int c = 0; c < children; ++c) node(depth + 1);
+    clock += rng() % 3;  // zero-length leaves happen too
+    out.push_back({start, clock, static_cast<uint32_t>(depth), PK_EVENT_OPERATOR, static_cast<uint8_t>(depth), 0});
+  };
+  for (int r = 0; r < roots; ++r) {
+    const uint64_t step_start = clock++;
+    node(1);
+    node(1);
+    out.push_back({step_start, clock++, 9, PK_EVENT_PROFILE_STEP, 0, 0});
+  }
+  return out;
+}
+
+TEST(SortAndNest, MergingRunsMatchesAFullSort) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<pk_host_event> events = recorded_tree(rng, 1 + round % 5);
+    // Some runtime-call-like events with the highest hint, out of order.
+    for (int k = 0; k < round % 4; ++k) {
+      const uint64_t t = 100 + rng() % 50;
+      events.push_back({t, t + 1, 42, PK_EVENT_CUDA_RUNTIME, 255, 0});
+    }
+    std::vector<pk_host_event> expected = events;
+    std::sort(expected.begin(), expected.end(), event_before);
+    sort_thread_events(events);
+    ASSERT_EQ(events.size(), expected.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      ASSERT_EQ(events[i].start_ns, expected[i].start_ns) << "round " << round << " at " << i;
+      ASSERT_EQ(events[i].end_ns, expected[i].end_ns);
+      ASSERT_EQ(events[i].depth, expected[i].depth);
+    }
+    nest_by_containment(events);
+    // Every event's parent (nearest earlier one level up) contains it.
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].depth == 0) continue;
+      size_t p = i;
+      while (p-- > 0 && events[p].depth >= events[i].depth) {
+      }
+      ASSERT_LT(p, i);
+      EXPECT_LE(events[p].start_ns, events[i].start_ns);
+      EXPECT_GE(events[p].end_ns, events[i].end_ns);
+    }
+  }
 }
 
 TEST(ResultBuilder, ThreadsAreOrderedAndArgumentsResolved) {
