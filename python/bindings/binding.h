@@ -54,7 +54,7 @@ Column make_column(py::object owner, const T* (*accessor)(const pk_result*, size
 }
 
 // Strings may hold any bytes (names come from C callers); decode leniently so
-// a bad name never makes a whole trace unreadable from Python.
+// a bad name never makes a whole trace unreadable from Python. NULL is "".
 py::str decode(const char* text);
 
 void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config

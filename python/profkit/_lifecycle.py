@@ -9,7 +9,7 @@ effects so that every row of the table is tested on its own.
 | CLOSED -> READY                     | arm the tracers (engine READY)              |
 | CLOSED/READY -> RECORD(_AND_RETURN) | start recording (a new window)              |
 | READY -> CLOSED                     | disarm; nothing was recorded                |
-| RECORD -> RECORD(_AND_RETURN)       | nothing                                     |
+| RECORD -> RECORD(_AND_RETURN)       | nothing (the window goes on)                |
 | RECORD -> CLOSED / READY            | Paddle drops the data. We close the window, |
 |                                     | collect, deliver it, and warn.              |
 | RECORD_AND_RETURN -> any            | close the window, collect, deliver; then    |
@@ -27,13 +27,13 @@ RECORD_AND_RETURN = ProfilerState.RECORD_AND_RETURN
 
 
 class Transition(NamedTuple):
-    """Engine actions for one step boundary, in order: set ``close_to``, collect
-    and deliver (when ``deliver``), then set ``open_to``."""
+    """Engine actions for one step boundary, in order: enter ``first``, collect
+    and deliver (when ``deliver``), then enter ``then``."""
 
-    close_to: Optional[ProfilerState]  # engine state to enter first (None: leave it)
+    first: Optional[ProfilerState]  # engine state to enter first (None: leave it)
     deliver: bool  # collect what was recorded and hand it to on_trace_ready
     improper: bool  # RECORD left without RECORD_AND_RETURN: deliver with a warning
-    open_to: Optional[ProfilerState]  # engine state to enter after collecting (None: none)
+    then: Optional[ProfilerState]  # engine state to enter after collecting (None: none)
 
 
 _NOTHING = Transition(None, False, False, None)
@@ -46,12 +46,13 @@ def plan(previous: ProfilerState, current: ProfilerState) -> Transition:
             return _NOTHING
         return Transition(current, False, False, None)
     if previous is RECORD and current.is_recording:
-        return _NOTHING
+        # The window goes on; the engine learns the intent (no window change).
+        return _NOTHING if current is RECORD else Transition(current, False, False, None)
     # The window ends here. Closing to READY (not CLOSED) keeps the tracers
     # armed when recording goes on or the next state is READY.
-    close_to = CLOSED if current is CLOSED else READY
-    open_to = current if current.is_recording else None
-    return Transition(close_to, True, previous is RECORD, open_to)
+    first = CLOSED if current is CLOSED else READY
+    then = current if current.is_recording else None
+    return Transition(first, True, previous is RECORD, then)
 
 
 def plan_stop(current: ProfilerState) -> Transition:

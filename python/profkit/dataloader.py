@@ -16,7 +16,6 @@ loop waits for, on the loop's thread; loading done ahead by worker threads is
 not reader cost.
 """
 
-import time
 from typing import Generic, Iterable, Iterator, Optional, TypeVar
 
 from . import timer as _timer
@@ -41,11 +40,11 @@ class DataloaderRange:
 
     def __enter__(self) -> "DataloaderRange":
         self._event.begin()
-        self._start = time.perf_counter_ns()
+        self._start = _timer.clock_ns()
         return self
 
     def __exit__(self, *exc: object) -> bool:
-        elapsed = time.perf_counter_ns() - self._start
+        elapsed = _timer.clock_ns() - self._start
         self._event.end()
         _timer.add_reader_time(elapsed)
         return False

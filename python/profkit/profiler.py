@@ -371,12 +371,12 @@ class Profiler:
     def _apply(self, transition: _lifecycle.Transition) -> Optional["_C.Result"]:
         """Carries out a transition's engine actions; returns the collected window if any."""
         result = None
-        if transition.close_to is not None:
-            _C.set_state(transition.close_to.value)
+        if transition.first is not None:
+            _C.set_state(transition.first.value)
         if transition.deliver:
             result = _C.collect()
-        if transition.open_to is not None:
-            _C.set_state(transition.open_to.value)
+        if transition.then is not None:
+            _C.set_state(transition.then.value)
         return result
 
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
