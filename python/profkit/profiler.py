@@ -159,6 +159,7 @@ class Profiler:
         self._started = False
         self._gpu_tracing = False
         self._windows = 0  # windows delivered since start()
+        self._in_callback = False
 
     # ---- context manager ------------------------------------------------------
     def __enter__(self) -> "Profiler":
@@ -231,6 +232,8 @@ class Profiler:
         """
         if not self._started:
             raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
+        if self._in_callback:
+            raise RuntimeError("Profiler.step() called from on_trace_ready; step the Profiler from the training loop")
         samples = _samples(num_samples)
         if self.timer_only:
             self._timer.step(samples)
@@ -253,8 +256,9 @@ class Profiler:
         try:
             self._deliver(result, transition.improper)
         finally:
-            _C.step_begin(self.step_num)
-            self._timer.restart_step()  # the callback's time is not the next step's
+            if self._started:  # on_trace_ready may have stopped the Profiler
+                _C.step_begin(self.step_num)
+                self._timer.restart_step()  # the callback's time is not the next step's
 
     def stop(self) -> None:
         """Ends the step in progress and profiling; delivers the open recording window.
@@ -274,7 +278,8 @@ class Profiler:
         result = None
         transition = _lifecycle.plan_stop(self.current_state)
         try:
-            _C.step_end(0)
+            if not self._in_callback:  # from on_trace_ready the next step has not begun yet
+                _C.step_end(0)
             result = self._apply(transition)
         finally:
             _active = None
@@ -397,7 +402,11 @@ class Profiler:
                 stacklevel=3,
             )
         if self.on_trace_ready is not None:
-            self.on_trace_ready(self)
+            self._in_callback = True
+            try:
+                self.on_trace_ready(self)
+            finally:
+                self._in_callback = False
 
     def _set_gpu_tracing(self, enabled: bool) -> None:
         if enabled == self._gpu_tracing:

@@ -435,3 +435,23 @@ def test_gpu_that_fails_to_start_warns_with_the_engine_reason(fresh_gpu_warning,
     p.step()
     p.stop()
     assert p.profiler_result.steps == [0, 1]
+
+
+def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
+    windows = []
+
+    def stop_after_first(prof):
+        windows.append(prof.profiler_result.steps)
+        if len(windows) == 1:
+            with pytest.raises(RuntimeError, match="called from on_trace_ready"):
+                prof.step()
+            prof.stop()  # delivers the window it closes (no step of it is whole): a nested call
+
+    p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=1), on_trace_ready=stop_after_first)
+    p.start()
+    p.step()  # delivers step 0; the callback stops profiling
+    assert _C.get_state() == 0 and windows == [[0], []]
+    with pytest.raises(RuntimeError, match="not started"):
+        p.step()
+    with Profiler(on_trace_ready=Windows()) as q:  # the engine is free
+        q.step()
