@@ -409,13 +409,13 @@ class Profiler:
                 self._in_callback = False
 
     def _set_gpu_tracing(self, enabled: bool) -> None:
-        if enabled == self._gpu_tracing:
-            return
+        """Turns the engine's GPU tracing on or off (off always succeeds)."""
         try:
             _C.set_gpu_tracing(enabled)
         except RuntimeError as e:
             if enabled:
                 _warn_gpu_unavailable(str(e))
+            self._gpu_tracing = False
             return
         self._gpu_tracing = enabled
 
