@@ -81,6 +81,12 @@ bool parse_event_type(PyObject* arg, uint8_t* out) {
   return true;
 }
 
+// Recycled RecordEvent objects: `with RecordEvent(name):` creates and drops
+// one per block. Guarded by the GIL; free-threaded builds skip it.
+constexpr int kEventFreeListSize = 16;
+RecordEventObject* g_event_free_list[kEventFreeListSize];
+int g_event_free_count = 0;
+
 PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_type) {
   if (!PyUnicode_Check(name)) {
     PyErr_Format(PyExc_TypeError, "RecordEvent: name must be a str, not %.100s", Py_TYPE(name)->tp_name);
@@ -96,7 +102,14 @@ PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_
     PyErr_Format(PyExc_ValueError, "RecordEvent: name %R contains a NUL character; event names cannot", name);
     return nullptr;
   }
-  RecordEventObject* self = PyObject_New(RecordEventObject, type);
+  RecordEventObject* self = nullptr;
+#ifndef Py_GIL_DISABLED
+  if (g_event_free_count > 0 && type == &RecordEventType) {
+    self = g_event_free_list[--g_event_free_count];
+    PyObject_Init(reinterpret_cast<PyObject*>(self), type);
+  }
+#endif
+  if (self == nullptr) self = PyObject_New(RecordEventObject, type);
   if (self == nullptr) return nullptr;
   Py_INCREF(name);
   self->name = name;
@@ -159,7 +172,13 @@ void record_event_dealloc(PyObject* obj) {
   RecordEventObject* self = reinterpret_cast<RecordEventObject*>(obj);
   // A range still open is left to the engine (reported as unfinished): ending
   // it here could close another event of whatever thread runs the finalizer.
-  Py_XDECREF(self->name);
+  Py_CLEAR(self->name);
+#ifndef Py_GIL_DISABLED
+  if (g_event_free_count < kEventFreeListSize) {
+    g_event_free_list[g_event_free_count++] = self;
+    return;
+  }
+#endif
   PyObject_Free(obj);
 }
 

@@ -185,7 +185,7 @@ class Profiler:
             return
         if _active is not None:
             raise RuntimeError(
-                "Profiler.start(): another Profiler is active; stop it before starting this one "
+                f"Profiler.start(): another Profiler is active ({_active!r}); stop it before starting this one "
                 "(profkit records one profiling session per process at a time)"
             )
         engine_state = _C.get_state()
@@ -278,8 +278,10 @@ class Profiler:
         result = None
         transition = _lifecycle.plan_stop(self.current_state)
         try:
-            if not self._in_callback:  # from on_trace_ready the next step has not begun yet
+            try:
                 _C.step_end(0)
+            except RuntimeError:
+                pass  # no step is open (stop() from on_trace_ready, between two steps)
             result = self._apply(transition)
         finally:
             _active = None

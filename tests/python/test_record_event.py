@@ -275,3 +275,20 @@ def test_is_recording_follows_the_engine():
     assert _C.is_recording()
     _C.set_state(CLOSED)
     assert not _C.is_recording()
+
+
+def test_recycled_objects_start_fresh():
+    # Objects are recycled through a free list: a new one never inherits state.
+    kept = []
+    for k in range(100):
+        ev = RecordEvent(f"n{k}", k % 15)
+        if k % 3 == 0:
+            ev.begin()  # left open, then dropped or kept
+        if k % 7 == 0:
+            kept.append((k, ev))
+    for k, ev in kept:
+        assert ev.name == f"n{k}" and ev.event_type == k % 15 and ev.is_open == (k % 3 == 0)
+    fresh = RecordEvent("fresh")
+    assert not fresh.is_open and fresh.event_type is TracerEventType.PythonUserDefined
+    with pytest.raises(RuntimeError):
+        fresh.end()
