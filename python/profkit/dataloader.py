@@ -30,7 +30,15 @@ _DATALOADER = int(TracerEventType.Dataloader)
 
 
 class DataloaderRange:
-    """One data-loading range (see :func:`dataloader_range`)."""
+    """A context manager marking data loading: a Dataloader event plus reader cost.
+
+    ``with profkit.dataloader_range():`` around fetching a batch records a
+    ``Dataloader`` event (inside a recording window) and adds the time to
+    the reader cost of every running Profiler's current step.
+
+    Args:
+        name: the event's name in traces (default ``"Dataloader"``).
+    """
 
     __slots__ = ("_event", "_start")
 
@@ -43,20 +51,16 @@ class DataloaderRange:
         self._start = _timer.clock_ns()
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
         elapsed = _timer.clock_ns() - self._start
         self._event.end()
-        _timer.add_reader_time(elapsed)
+        for running in _timer._active_timers:
+            running.add_reader_time(elapsed)
         return False
 
 
-def dataloader_range(name: str = "Dataloader") -> DataloaderRange:
-    """A context manager marking data loading: a Dataloader event plus reader cost.
-
-    Args:
-        name: the event's name in traces (default ``"Dataloader"``).
-    """
-    return DataloaderRange(name)
+#: ``with dataloader_range(name="Dataloader"):`` -- see DataloaderRange.
+dataloader_range = DataloaderRange
 
 
 class WrappedDataloader(Generic[T]):
