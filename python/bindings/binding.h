@@ -54,10 +54,11 @@ Column make_column(py::object owner, const T* (*accessor)(const pk_result*, size
 }
 
 // Strings may hold any bytes (names come from C callers); decode leniently so
-// a bad name never makes a whole trace unreadable from Python.
+// a bad name never makes a whole trace unreadable from Python. NULL is "".
 py::str decode(const char* text);
 
 void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
+void bind_record_event(py::module_& m);                        // record_event.cpp: RecordEvent (raw CPython type)
 
 }  // namespace profkit_py

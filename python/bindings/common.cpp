@@ -29,6 +29,7 @@ namespace profkit_py {
 }
 
 py::str decode(const char* text) {
+  if (text == nullptr) text = "";
   PyObject* s = PyUnicode_DecodeUTF8(text, static_cast<Py_ssize_t>(std::strlen(text)), "replace");
   if (s == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(s);

@@ -37,10 +37,10 @@ py::dict result_info(const Result& self) {
   i.struct_size = sizeof i;
   check(pk_result_get_info(self.get(), &i));
   py::dict d;
-  d["profkit_version"] = i.profkit_version;
+  d["profkit_version"] = decode(i.profkit_version);
   d["schema_version"] = i.schema_version;
   d["pid"] = i.pid;
-  d["hostname"] = i.hostname;
+  d["hostname"] = decode(i.hostname);
   d["rank"] = i.rank;
   d["world_size"] = i.world_size;
   d["span_index"] = i.span_index;
@@ -73,7 +73,7 @@ py::list result_threads(const Result& self) {
     check(pk_result_get_thread(self.get(), k, &t));
     py::dict d;
     d["tid"] = t.tid;
-    d["name"] = py::str(t.name);
+    d["name"] = decode(t.name);
     d["first_event"] = t.first_event;
     d["event_count"] = t.event_count;
     out.append(std::move(d));
@@ -89,7 +89,7 @@ py::list result_devices(const Result& self) {
     check(pk_result_get_device(self.get(), k, &d));
     py::dict row;
     row["id"] = d.id;
-    row["name"] = py::str(d.name);
+    row["name"] = decode(d.name);
     row["sm_count"] = d.sm_count;
     row["compute_capability"] = py::make_tuple(d.compute_major, d.compute_minor);
     row["total_memory"] = d.total_memory;

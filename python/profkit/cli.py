@@ -1,0 +1,162 @@
+"""The ``profkit`` command line (also ``python -m profkit``).
+
+    profkit info FILE.pktrace                  run facts, events per type, span, dropped counts
+    profkit export FILE.pktrace [-o OUT.trace.json] [--label-durations] [--no-flows]
+    profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView ...]
+
+Exit status 0 on success; on bad input 1 (a file that cannot be read or
+written) or 2 (a bad command line), with one line on stderr:
+``profkit: error: ...``.
+"""
+
+import argparse
+import json
+import sys
+from typing import List, NoReturn, Optional, Sequence
+
+from ._enums import SortedKeys, SummaryView
+
+__all__ = ["main"]
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
+        raise _UsageError(f"{message} (see 'profkit --help')")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(prog="profkit", description="Inspect and convert profkit trace files (.pktrace).")
+    parser.add_argument("--version", action="version", version=f"profkit {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    info = commands.add_parser("info", help="run facts, events per type, time span, dropped counts")
+    info.add_argument("file", help="a .pktrace file")
+    info.add_argument("--json", action="store_true", help="print the facts as JSON")
+
+    export = commands.add_parser("export", help="write a .pktrace file as Chrome trace JSON")
+    export.add_argument("file", help="a .pktrace file")
+    export.add_argument("-o", "--output", help="the .trace.json to write (default: FILE with .trace.json)")
+    export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
+    export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
+
+    summary = commands.add_parser("summary", help="print the summary tables")
+    summary.add_argument("file", help="a .pktrace file")
+    summary.add_argument("--sorted-by", default="CPUTotal", choices=[k.name for k in SortedKeys])
+    summary.add_argument("--time-unit", default="ms", choices=["s", "ms", "us", "ns"])
+    summary.add_argument("--views", nargs="+", choices=[v.name for v in SummaryView], help="tables to print")
+    summary.add_argument("--no-op-detail", action="store_true", help="leave out operators' inner events")
+    summary.add_argument("--thread-sep", action="store_true", help="split the operator table by thread")
+    summary.add_argument("--row-limit", type=int, help="rows per table")
+    return parser
+
+
+def _format_ns(ns: int) -> str:
+    from .result import _format_ns as fmt
+
+    return fmt(ns)
+
+
+def _info(args: argparse.Namespace) -> None:
+    from .result import load_profiler_result
+
+    result = load_profiler_result(args.file)
+    info = result.info
+    counts = result.event_counts()
+    if args.json:
+        print(json.dumps({"file": args.file, "info": info, "event_counts": counts, "metadata": result.metadata}))
+        return
+    rank = f"rank {info['rank']} of {info['world_size']}" if info["rank"] >= 0 else "rank unknown"
+    steps = (
+        f"{info['first_step']}-{info['first_step'] + info['step_count'] - 1} ({info['step_count']} steps)"
+        if info["step_count"]
+        else "none"
+    )
+    lines = [
+        f"file:       {args.file}",
+        f"profkit:    {info['profkit_version']} (schema {info['schema_version']})",
+        f"host:       {info['hostname']}, pid {info['pid']}, {rank}",
+        f"span:       #{info['span_index']}, {_format_ns(result.duration_ns)} "
+        f"(engine clock {info['start_ns']} - {info['end_ns']} ns)",
+        f"steps:      {steps}",
+        f"threads:    {info['thread_count']}",
+        f"events:     {info['host_event_count']} host, {info['device_event_count']} GPU",
+    ]
+    width = max((len(name) for name in counts), default=0)
+    lines.extend(f"  {name:<{width}}  {count}" for name, count in counts.items())
+    lines.append(
+        "not recorded: "
+        + ", ".join(
+            f"{key} {info[key]}"
+            for key in ("dropped_events", "unmatched_ends", "overflowed_events", "unfinished_events", "dropped_device_records")
+        )
+    )
+    for key, value in result.metadata.items():
+        lines.append(f"metadata:   {key} = {value}")
+    print("\n".join(lines))
+
+
+def _default_output(path: str) -> str:
+    stem = path[: -len(".pktrace")] if path.endswith(".pktrace") else path
+    return stem + ".trace.json"
+
+
+def _export(args: argparse.Namespace) -> None:
+    from .result import load_profiler_result
+
+    result = load_profiler_result(args.file)
+    output = args.output or _default_output(args.file)
+    result.export_chrome_tracing(output, label_durations=args.label_durations, include_flows=not args.no_flows)
+    print(f"wrote {output} ({len(result)} host events); open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+def _summary(args: argparse.Namespace) -> None:
+    from .result import load_profiler_result
+
+    result = load_profiler_result(args.file)
+    views = [SummaryView[v] for v in args.views] if args.views else None
+    print(
+        result.summary(
+            sorted_by=SortedKeys[args.sorted_by],
+            op_detail=not args.no_op_detail,
+            thread_sep=args.thread_sep,
+            time_unit=args.time_unit,
+            views=views,
+            row_limit=args.row_limit,
+        )
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns the exit status."""
+    parser = _build_parser()
+    arguments: List[str] = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(arguments)
+    except _UsageError as e:
+        print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    handlers = {"info": _info, "export": _export, "summary": _summary}
+    try:
+        handlers[args.command](args)
+    except BrokenPipeError:  # pragma: no cover - `profkit info x | head`
+        return 0
+    except (OSError, ValueError, RuntimeError, ImportError) as e:
+        print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""on_trace_ready callbacks that write each returned window to a file (SPEC §4).
+
+``export_chrome_tracing(dir)`` writes
+``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}.trace.json`` (Chrome trace JSON for
+chrome://tracing and ui.perfetto.dev); ``export_protobuf(dir)`` (Paddle's
+name) writes the same stem with ``.pktrace``, profkit's binary trace that
+``load_profiler_result`` reads. The engine writes a temporary file and
+renames it into place, so a crash never leaves half a file under the final
+name.
+"""
+
+import datetime
+import os
+import socket
+from typing import TYPE_CHECKING, List, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .profiler import Profiler
+
+__all__ = ["export_chrome_tracing", "export_protobuf", "default_worker_name", "trace_file_name"]
+
+CHROME_SUFFIX = ".trace.json"
+PKTRACE_SUFFIX = ".pktrace"
+
+
+def _env_rank() -> Optional[int]:
+    value = os.environ.get("RANK")
+    if value is None:
+        return None
+    try:
+        rank = int(value)
+    except ValueError:
+        return None
+    return rank if rank >= 0 else None
+
+
+def default_worker_name(rank: Optional[int] = None) -> str:
+    """``host_{hostname}pid_{pid}``, plus ``rank_{r}`` when a rank is known.
+
+    The rank is ``rank`` when given (>= 0), else the ``RANK`` environment
+    variable (torchrun, paddle.distributed.launch and most launchers set it).
+    """
+    name = f"host_{socket.gethostname()}pid_{os.getpid()}"
+    if rank is None or rank < 0:
+        rank = _env_rank()
+    if rank is not None:
+        name += f"rank_{rank}"
+    return name
+
+
+def trace_file_name(worker_name: str, suffix: str, now: Optional[datetime.datetime] = None) -> str:
+    """``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}{suffix}``."""
+    stamp = (now or datetime.datetime.now()).strftime("%Y_%m_%d_%H_%M_%S_%f")
+    return f"{worker_name}_time_{stamp}{suffix}"
+
+
+def _make_dir(dir_name: str) -> None:
+    try:
+        os.makedirs(dir_name, exist_ok=True)
+    except OSError as e:
+        raise OSError(
+            e.errno, f"profkit: cannot create the directory {dir_name!r} for trace files ({e.strerror})"
+        ) from e
+
+
+def _unused_path(dir_name: str, file_name: str, suffix: str) -> str:
+    """A path in dir_name that holds no file yet (two windows in one microsecond get _1, _2...)."""
+    path = os.path.join(dir_name, file_name)
+    stem = file_name[: -len(suffix)]
+    k = 0
+    while os.path.exists(path):
+        k += 1
+        path = os.path.join(dir_name, f"{stem}_{k}{suffix}")
+    return path
+
+
+class TraceExporter:
+    """An on_trace_ready callback writing each returned window to ``dir_name``.
+
+    ``paths`` lists the files written so far, oldest first.
+    """
+
+    def __init__(self, dir_name: str, worker_name: Optional[str], fmt: str) -> None:
+        if not isinstance(dir_name, (str, os.PathLike)):
+            raise TypeError(f"profkit: dir_name must be a path, not {type(dir_name).__name__}")
+        self.dir_name = os.fspath(dir_name)
+        self.worker_name = worker_name
+        self.format = fmt
+        self.suffix = CHROME_SUFFIX if fmt == "json" else PKTRACE_SUFFIX
+        self.paths: List[str] = []
+        _make_dir(self.dir_name)
+
+    def __call__(self, prof: "Profiler") -> None:
+        result = prof.profiler_result
+        worker = self.worker_name
+        if not worker:
+            worker = default_worker_name(result.info["rank"] if result is not None else None)
+        _make_dir(self.dir_name)  # again: it may have been removed since
+        path = _unused_path(self.dir_name, trace_file_name(worker, self.suffix), self.suffix)
+        prof.export(path, format=self.format)
+        self.paths.append(path)
+
+    def __repr__(self) -> str:
+        name = "export_chrome_tracing" if self.format == "json" else "export_protobuf"
+        return f"{name}({self.dir_name!r}, worker_name={self.worker_name!r})"
+
+
+def export_chrome_tracing(dir_name: str, worker_name: Optional[str] = None) -> TraceExporter:
+    """An on_trace_ready callback that writes each window as Chrome trace JSON.
+
+    Creates ``dir_name`` (now, and again before each write if it vanished)
+    and writes ``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}.trace.json`` there.
+    ``worker_name`` defaults to ``host_{hostname}pid_{pid}`` (+ ``rank_{r}``).
+    """
+    return TraceExporter(dir_name, worker_name, "json")
+
+
+def export_protobuf(dir_name: str, worker_name: Optional[str] = None) -> TraceExporter:
+    """An on_trace_ready callback that writes each window as a ``.pktrace`` file.
+
+    paddle.profiler's name for its binary format; profkit writes its own
+    FlatBuffers trace, which ``load_profiler_result`` reads back and
+    ``profkit export`` turns into Chrome JSON. Naming as export_chrome_tracing.
+    """
+    return TraceExporter(dir_name, worker_name, "pb")

@@ -1,0 +1,427 @@
+"""Profiler: paddle.profiler.Profiler on profkit's engine (SPEC §1-3, §7).
+
+    with profkit.Profiler(scheduler=(2, 5), on_trace_ready=profkit.export_chrome_tracing("./log")) as prof:
+        for batch in loader:
+            train(batch)
+            prof.step()
+    prof.summary()
+
+A Profiler drives the process-wide engine through the states its scheduler
+gives each step (see _lifecycle.py for what each transition does), times
+every step (benchmark mode, printed as the Perf Summary at ``stop()``), and
+hands each finished recording window to ``on_trace_ready``.
+
+Differences from paddle.profiler (fixes):
+- leaving RECORD without RECORD_AND_RETURN delivers the window with a
+  ProfilerWarning instead of dropping it;
+- a second Profiler started while one is recording raises RuntimeError;
+- an exception raised by ``on_trace_ready`` propagates and leaves the
+  Profiler consistent (it goes on stepping, or is fully stopped);
+- the Perf Summary's averages are exact and its max/min correct.
+
+Thread-safety: drive a Profiler from one thread (the training loop's);
+RecordEvent and dataloader ranges may come from any thread.
+"""
+
+import operator
+import warnings
+from typing import Any, Callable, Iterable, Optional, Set, Union
+
+from . import _C, _lifecycle
+from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
+from ._warnings import ProfilerWarning
+from .export_callbacks import export_chrome_tracing
+from .result import ProfilerResult
+from .scheduler import SchedulerArg, scheduler_from_argument
+from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
+
+__all__ = ["Profiler", "DEFAULT_LOG_DIR"]
+
+#: Where the default on_trace_ready writes (paddle.profiler's default).
+DEFAULT_LOG_DIR = "./profiler_log/"
+
+_CLOSED = ProfilerState.CLOSED
+
+# The Profiler that drives the engine now (timer-only ones do not).
+_active: Optional["Profiler"] = None
+# GPU-unavailable warnings are given once per process.
+_gpu_warning_given = False
+
+
+def _warn_gpu_unavailable(reason: str) -> None:
+    global _gpu_warning_given
+    if _gpu_warning_given:
+        return
+    _gpu_warning_given = True
+    warnings.warn(
+        f"profkit: GPU profiling is not available here ({reason}); profiling the CPU only",
+        ProfilerWarning,
+        stacklevel=4,
+    )
+
+
+def _resolve_targets(targets: Optional[Iterable[ProfilerTarget]]) -> Set[ProfilerTarget]:
+    """The devices to trace: None means the CPU plus the GPU when it can be traced."""
+    gpu_ok, reason = _C.gpu_available()
+    if targets is None:
+        return {ProfilerTarget.CPU, ProfilerTarget.GPU} if gpu_ok else {ProfilerTarget.CPU}
+    if isinstance(targets, ProfilerTarget):
+        targets = [targets]
+    resolved: Set[ProfilerTarget] = set()
+    for target in targets:
+        if not isinstance(target, ProfilerTarget):
+            raise TypeError(f"Profiler: targets must be ProfilerTarget values, got {target!r}")
+        resolved.add(target)
+    if ProfilerTarget.GPU in resolved and not gpu_ok:
+        _warn_gpu_unavailable(reason)
+        resolved.discard(ProfilerTarget.GPU)
+    return resolved
+
+
+def _samples(num_samples: Optional[int]) -> Optional[int]:
+    if num_samples is None:
+        return None
+    if isinstance(num_samples, bool):
+        raise TypeError("Profiler.step: num_samples must be an int or None, not bool")
+    try:
+        n = operator.index(num_samples)
+    except TypeError:
+        raise TypeError(f"Profiler.step: num_samples must be an int or None, not {type(num_samples).__name__}") from None
+    if n < 0:
+        raise ValueError(f"Profiler.step: num_samples must be >= 0, got {n}")
+    return n
+
+
+class Profiler:
+    """Profiles a training loop: steps, schedules, traces and step timing.
+
+    Args:
+        targets: ProfilerTarget values to trace. None: the CPU, and the GPU
+            when CUDA and CUPTI can trace it. Asking for the GPU where it
+            cannot be traced warns once (with the reason) and profiles the CPU.
+        scheduler: the state of each step. ``(start, end)`` records steps
+            ``[start, end)`` once; ``None`` records every step (delivered at
+            ``stop()``); any callable ``step -> ProfilerState`` (see
+            ``make_scheduler``).
+        on_trace_ready: called with this Profiler each time a recording
+            window ends; ``prof.profiler_result`` is that window. Default:
+            ``export_chrome_tracing("./profiler_log/")``.
+        timer_only: only time the steps (benchmark mode); record nothing.
+        record_shapes, profile_memory, with_flops: kept for framework
+            integrations to read (``prof.record_shapes``...); the engine
+            records what integrations send it.
+        emit_nvtx, custom_device_types: not supported; a ProfilerWarning says
+            so when set.
+        benchmark_warmup_steps: steps the Perf Summary leaves out when the run
+            is longer (default 10, as paddle.profiler).
+    """
+
+    def __init__(
+        self,
+        *,
+        targets: Optional[Iterable[ProfilerTarget]] = None,
+        scheduler: SchedulerArg = None,
+        on_trace_ready: Optional[Callable[["Profiler"], Any]] = None,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        timer_only: bool = False,
+        emit_nvtx: bool = False,
+        custom_device_types: Optional[Iterable[str]] = None,
+        with_flops: bool = False,
+        benchmark_warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    ) -> None:
+        self.targets: Set[ProfilerTarget] = _resolve_targets(targets)
+        self.scheduler = scheduler_from_argument(scheduler)
+        if on_trace_ready is not None and not callable(on_trace_ready):
+            raise TypeError(f"Profiler: on_trace_ready must be callable, not {type(on_trace_ready).__name__}")
+        self.on_trace_ready = on_trace_ready
+        self.timer_only = bool(timer_only)
+        self.record_shapes = bool(record_shapes)
+        self.profile_memory = bool(profile_memory)
+        self.with_flops = bool(with_flops)
+        if emit_nvtx:
+            warnings.warn("profkit: emit_nvtx is not supported and is ignored", ProfilerWarning, stacklevel=2)
+        self.custom_device_types = list(custom_device_types or [])
+        if self.custom_device_types:
+            warnings.warn(
+                f"profkit: custom devices {self.custom_device_types} are not supported; profiling CPU and GPU only",
+                ProfilerWarning,
+                stacklevel=2,
+            )
+        #: The number of the step in progress.
+        self.step_num = 0
+        #: The state of the step in progress, and of the one before it.
+        self.current_state = _CLOSED
+        self.previous_state = _CLOSED
+        self._timer = StepTimer(benchmark_warmup_steps)
+        self._result: Optional[ProfilerResult] = None
+        self._perf_summary: Optional[PerfSummary] = None
+        self._started = False
+        self._gpu_tracing = False
+        self._windows = 0  # windows delivered since start()
+        self._in_callback = False
+
+    # ---- context manager ------------------------------------------------------
+    def __enter__(self) -> "Profiler":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- lifecycle --------------------------------------------------------------
+    def start(self) -> None:
+        """Starts profiling at step 0 in the state the scheduler gives it.
+
+        Raises:
+            RuntimeError: this Profiler is already started, or another one
+                is recording (one Profiler drives the engine at a time).
+        """
+        global _active
+        if self._started:
+            raise RuntimeError("Profiler.start(): this Profiler is already started; call stop() first")
+        if self.timer_only:
+            self._begin_run(_CLOSED)
+            return
+        if _active is not None:
+            raise RuntimeError(
+                f"Profiler.start(): another Profiler is active ({_active!r}); stop it before starting this one "
+                "(profkit records one profiling session per process at a time)"
+            )
+        engine_state = _C.get_state()
+        if engine_state != _CLOSED.value:
+            raise RuntimeError(
+                f"Profiler.start(): the profkit engine is already in state {ProfilerState(engine_state).name}; "
+                "something else (a framework hook or direct _C calls) is driving it"
+            )
+        first = self._scheduled_state(0)
+        _active = self
+        try:
+            self._set_gpu_tracing(ProfilerTarget.GPU in self.targets)
+            if self.on_trace_ready is None:
+                self.on_trace_ready = export_chrome_tracing(DEFAULT_LOG_DIR)
+            if first is not _CLOSED:
+                _C.set_state(first.value)
+            _C.step_begin(0)
+        except BaseException:
+            _active = None
+            _C.set_state(_CLOSED.value)
+            self._set_gpu_tracing(False)
+            raise
+        self._begin_run(first)
+
+    def _begin_run(self, first: ProfilerState) -> None:
+        self.step_num = 0
+        self.previous_state = _CLOSED
+        self.current_state = first
+        self._windows = 0
+        self._perf_summary = None
+        self._started = True
+        self._timer.start()
+
+    def step(self, num_samples: Optional[int] = None) -> None:
+        """Ends step ``step_num``, moves to the next one and applies its scheduled state.
+
+        Args:
+            num_samples: samples in the step just ended (batch size), for
+                ips; None counts steps.
+
+        When the step ends a recording window, ``on_trace_ready`` is called;
+        if it raises, the exception propagates and the Profiler stays
+        consistent (the next step is already under way).
+        """
+        if not self._started:
+            raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
+        if self._in_callback:
+            raise RuntimeError("Profiler.step() called from on_trace_ready; step the Profiler from the training loop")
+        samples = _samples(num_samples)
+        if self.timer_only:
+            self._timer.step(samples)
+            return
+        previous = self.current_state
+        current = self._scheduled_state(self.step_num + 1)  # may raise: nothing has changed yet
+        self._timer.step(samples)
+        self.previous_state = previous
+        self.current_state = current
+        self.step_num += 1
+        if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
+            _C.step(samples or 0)  # ends step n, begins n+1: one engine call
+            return
+        _C.step_end(samples or 0)
+        transition = _lifecycle.plan(previous, current)
+        result = self._apply(transition)
+        if result is None:
+            _C.step_begin(self.step_num)
+            return
+        try:
+            self._deliver(result, transition.improper)
+        finally:
+            if self._started:  # on_trace_ready may have stopped the Profiler
+                _C.step_begin(self.step_num)
+                self._timer.restart_step()  # the callback's time is not the next step's
+
+    def stop(self) -> None:
+        """Ends the step in progress and profiling; delivers the open recording window.
+
+        Prints the Perf Summary of the run (benchmark mode). Stopping a
+        Profiler that is not started does nothing.
+        """
+        global _active
+        if not self._started:
+            return
+        self._started = False
+        self._timer.stop()
+        self._perf_summary = self._timer.summary()
+        if self.timer_only:
+            self._print_perf_summary()
+            return
+        result = None
+        transition = _lifecycle.plan_stop(self.current_state)
+        try:
+            try:
+                _C.step_end(0)
+            except RuntimeError:
+                pass  # no step is open (stop() from on_trace_ready, between two steps)
+            result = self._apply(transition)
+        finally:
+            _active = None
+            self._set_gpu_tracing(False)
+            self.previous_state = self.current_state
+            self.current_state = _CLOSED
+        self._print_perf_summary()
+        if result is not None:
+            self._deliver(result, improper=False)
+        elif self._windows == 0:
+            warnings.warn(
+                f"profkit: the Profiler stopped at step {self.step_num} without recording any step "
+                f"(the scheduler {self.scheduler!r} never reached RECORD); no trace was produced",
+                ProfilerWarning,
+                stacklevel=2,
+            )
+
+    # ---- benchmark mode -----------------------------------------------------------
+    def step_info(self, unit: Optional[str] = None) -> str:
+        """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"`` averaged since the last call.
+
+        ``unit`` names what num_samples counts (default "samples"); steps
+        without num_samples make ips count steps.
+        """
+        return self._timer.step_info(unit)
+
+    @property
+    def perf_summary(self) -> Optional[PerfSummary]:
+        """The step timing statistics printed at the last ``stop()`` (None before)."""
+        return self._perf_summary
+
+    def _print_perf_summary(self) -> None:
+        if self._perf_summary is not None:
+            print(self._perf_summary.format(), flush=True)
+
+    # ---- results ----------------------------------------------------------------
+    @property
+    def profiler_result(self) -> Optional[ProfilerResult]:
+        """The latest recording window (None until one ends)."""
+        return self._result
+
+    def export(self, path: str, format: str = "json") -> None:
+        """Writes the latest window: ``format="json"`` Chrome trace JSON, ``"pb"`` a ``.pktrace`` file."""
+        result = self._require_result("export")
+        if format == "json":
+            result.export_chrome_tracing(path)
+        elif format in ("pb", "pktrace"):
+            result.save(path)
+        else:
+            raise ValueError(f"Profiler.export: format must be 'json' or 'pb', got {format!r}")
+
+    def summary(
+        self,
+        sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
+        op_detail: bool = True,
+        thread_sep: bool = False,
+        time_unit: str = "ms",
+        views: Union[None, SummaryView, Iterable[SummaryView]] = None,
+        row_limit: Optional[int] = None,
+    ) -> None:
+        """Prints the summary tables of the latest window (SPEC §6)."""
+        text = self._require_result("summary").summary(
+            sorted_by=sorted_by,
+            op_detail=op_detail,
+            thread_sep=thread_sep,
+            time_unit=time_unit,
+            views=views,
+            row_limit=row_limit,
+        )
+        print(text, flush=True)
+
+    def _require_result(self, what: str) -> ProfilerResult:
+        if self._result is None:
+            raise RuntimeError(
+                f"Profiler.{what}(): no trace has been collected yet; a trace is ready after a "
+                "RECORD_AND_RETURN step or after stop() while recording"
+            )
+        return self._result
+
+    # ---- internals ----------------------------------------------------------------
+    def _scheduled_state(self, step: int) -> ProfilerState:
+        state = self.scheduler(step)
+        if isinstance(state, ProfilerState):
+            return state
+        if isinstance(state, int) and not isinstance(state, bool):
+            try:
+                return ProfilerState(state)
+            except ValueError:
+                pass
+        raise ValueError(
+            f"Profiler: the scheduler returned {state!r} for step {step}; it must return a ProfilerState"
+        )
+
+    def _apply(self, transition: _lifecycle.Transition) -> Optional["_C.Result"]:
+        """Carries out a transition's engine actions; returns the collected window if any."""
+        result = None
+        if transition.first is not None:
+            _C.set_state(transition.first.value)
+        if transition.deliver:
+            result = _C.collect()
+        if transition.then is not None:
+            _C.set_state(transition.then.value)
+        return result
+
+    def _deliver(self, result: "_C.Result", improper: bool) -> None:
+        self._result = ProfilerResult(result)
+        self._windows += 1
+        if improper:
+            info = self._result.info
+            steps = (
+                f"steps {info['first_step']}-{info['first_step'] + info['step_count'] - 1}"
+                if info["step_count"]
+                else "no whole step"
+            )
+            warnings.warn(
+                f"profkit: improper schedule: step {self.step_num - 1} was RECORD and step {self.step_num} is "
+                f"{self.current_state.name}; the window ({steps}) is delivered now. Make the last recorded step "
+                "RECORD_AND_RETURN (make_scheduler does).",
+                ProfilerWarning,
+                stacklevel=3,
+            )
+        if self.on_trace_ready is not None:
+            self._in_callback = True
+            try:
+                self.on_trace_ready(self)
+            finally:
+                self._in_callback = False
+
+    def _set_gpu_tracing(self, enabled: bool) -> None:
+        """Turns the engine's GPU tracing on or off (off always succeeds)."""
+        try:
+            _C.set_gpu_tracing(enabled)
+        except RuntimeError as e:
+            if enabled:
+                _warn_gpu_unavailable(str(e))
+            self._gpu_tracing = False
+            return
+        self._gpu_tracing = enabled
+
+    def __repr__(self) -> str:
+        status = "started" if self._started else "stopped"
+        mode = ", timer_only" if self.timer_only else ""
+        return f"<profkit.Profiler {status} at step {self.step_num} ({self.current_state.name}){mode}>"

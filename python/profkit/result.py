@@ -1,0 +1,459 @@
+"""ProfilerResult: a collected or loaded trace, for analysis in Python.
+
+``Profiler.profiler_result`` holds the latest window; ``load_profiler_result``
+reads a ``.pktrace`` file back. Both give the same type, with:
+
+- ``events``: host events as a NumPy structured array (names decoded, thread,
+  parent), ``device_events``, ``event_args``, ``memory_events``;
+- ``to_pandas()`` (pandas installed) and ``_repr_html_`` for notebooks;
+- ``info`` (run facts: host, pid, rank, span, dropped counts), ``metadata``,
+  ``threads``, ``devices``, ``steps``;
+- ``save(path)``, ``export_chrome_tracing(path)``, ``summary()``.
+
+Thread-safety: a ProfilerResult is read-only; its arrays are computed once
+(on first use) and may be read from several threads.
+"""
+
+import html
+import os
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _C, _records
+from ._enums import SortedKeys, SummaryView, TracerEventType
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = ["ProfilerResult", "load_profiler_result", "EVENT_DTYPE", "DEVICE_EVENT_DTYPE", "EVENT_ARG_DTYPE"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: Host events, decoded: one row per event, thread by thread, by start time.
+EVENT_DTYPE = np.dtype(
+    [
+        ("name", object),  # str
+        ("type", "u1"),  # TracerEventType value
+        ("thread", "<u4"),  # index into .threads
+        ("tid", "<u8"),  # OS thread id
+        ("start_ns", "<u8"),  # engine clock (wall clock = + info["clock_offset_ns"])
+        ("end_ns", "<u8"),
+        ("duration_ns", "<u8"),
+        ("depth", "u1"),  # nesting depth on its thread, 0 = outermost
+        ("flags", "<u2"),  # 1 = instant event
+        ("parent", "<i8"),  # index of the enclosing event, -1 for none
+    ]
+)
+
+#: GPU activity, decoded.
+DEVICE_EVENT_DTYPE = np.dtype(
+    [
+        ("name", object),
+        ("type", "u1"),  # Kernel, Memcpy or Memset
+        ("device", "<u2"),
+        ("stream", "<u4"),
+        ("context", "<u4"),
+        ("correlation_id", "<u4"),
+        ("start_ns", "<u8"),
+        ("end_ns", "<u8"),
+        ("duration_ns", "<u8"),
+        ("launch_event", "<i8"),  # host event index of the launching call, -1 for none
+        ("flags", "u1"),
+    ]
+)
+
+#: Event arguments (num_samples of a step, input shapes...), decoded.
+EVENT_ARG_DTYPE = np.dtype([("event", "<i8"), ("key", object), ("value", object)])
+
+_TYPE_NAMES = [t.name for t in TracerEventType]
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def _parents(depth: np.ndarray, thread_first: np.ndarray) -> np.ndarray:
+    """Index of each event's parent (-1 for none), as the C ABI's pk_result_parent.
+
+    The parent is the nearest earlier event of the same thread one or more
+    levels up (events are sorted by start, enclosing events first).
+    Vectorized per depth level: nesting is shallow in practice.
+    """
+    n = len(depth)
+    parent = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return parent
+    index = np.arange(n, dtype=np.int64)
+    for d in np.unique(depth):
+        if d == 0:
+            continue
+        children = index[depth == d]
+        candidates = index[depth < d]
+        if len(candidates) == 0:
+            continue
+        pos = np.searchsorted(candidates, children) - 1
+        found = candidates[np.maximum(pos, 0)]
+        ok = (pos >= 0) & (found >= thread_first[children])
+        parent[children] = np.where(ok, found, -1)
+    return parent
+
+
+def _summary_kwargs(
+    sorted_by: Union[SortedKeys, int],
+    op_detail: bool,
+    thread_sep: bool,
+    time_unit: str,
+    views: Union[None, SummaryView, int, Iterable[Union[SummaryView, int]]],
+    row_limit: Optional[int],
+) -> Dict[str, Any]:
+    """The summary module's integer arguments from the public enum ones."""
+    if time_unit not in _TIME_UNITS:
+        raise ValueError(f"summary: time_unit must be one of {', '.join(_TIME_UNITS)}, got {time_unit!r}")
+    key = SortedKeys(sorted_by).value if not isinstance(sorted_by, SortedKeys) else sorted_by.value
+    view_list: Optional[List[int]] = None
+    if views is not None:
+        items = [views] if isinstance(views, (SummaryView, int)) else list(views)
+        view_list = [SummaryView(v).value if not isinstance(v, SummaryView) else v.value for v in items]
+    return dict(
+        sorted_by=key,
+        op_detail=bool(op_detail),
+        thread_sep=bool(thread_sep),
+        time_unit=time_unit,
+        views=view_list,
+        row_limit=row_limit,
+    )
+
+
+def _format_ns(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3f} us"
+    return f"{ns:.0f} ns"
+
+
+class ProfilerResult:
+    """One recording window's trace (collected, or loaded from a ``.pktrace`` file)."""
+
+    def __init__(self, result: "_C.Result", path: Optional[str] = None) -> None:
+        self._result = result
+        #: The file it was loaded from, or None.
+        self.path = path
+        self._info: Optional[Dict[str, Any]] = None
+        self._strings: Optional[List[str]] = None
+        self._threads: Optional[List[Dict[str, Any]]] = None
+        self._events: Optional[np.ndarray] = None
+        self._device_events: Optional[np.ndarray] = None
+
+    # ---- the engine's view ----------------------------------------------------
+    @property
+    def raw(self) -> "_C.Result":
+        """The engine's result object (``profkit._C.Result``)."""
+        return self._result
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """Run facts: profkit_version, hostname, pid, rank, world_size, span_index,
+        start_ns / end_ns, clock_offset_ns, counts (host, device, threads), the
+        dropped / unmatched / overflowed / unfinished event counts, first_step and
+        step_count, CPU times."""
+        if self._info is None:
+            self._info = self._result.info()
+        return dict(self._info)
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """Free-form run metadata (``_C.set_metadata``), e.g. ``{"model": "resnet50"}``."""
+        return self._result.metadata()
+
+    @property
+    def threads(self) -> List[Dict[str, Any]]:
+        """One dict per thread: tid, name, first_event, event_count."""
+        if self._threads is None:
+            self._threads = self._result.threads()
+        return [dict(t) for t in self._threads]
+
+    @property
+    def devices(self) -> List[Dict[str, Any]]:
+        """The GPUs that appear in the trace, with their properties."""
+        return self._result.devices()
+
+    @property
+    def strings(self) -> List[str]:
+        """The string table that event names and string arguments index."""
+        if self._strings is None:
+            self._strings = self._result.strings()
+        return self._strings
+
+    @property
+    def start_ns(self) -> int:
+        """Start of the recorded span (engine clock, ns)."""
+        return int(self.info["start_ns"])
+
+    @property
+    def end_ns(self) -> int:
+        """End of the recorded span (engine clock, ns)."""
+        return int(self.info["end_ns"])
+
+    @property
+    def duration_ns(self) -> int:
+        """Length of the recorded span, ns."""
+        return self.end_ns - self.start_ns
+
+    # ---- events ---------------------------------------------------------------
+    @property
+    def host_events(self) -> np.ndarray:
+        """Host events as the engine's frozen records (names are string-table indices), zero-copy."""
+        return _records.view(self._result.host_events, _records.HOST_EVENT)
+
+    @property
+    def events(self) -> np.ndarray:
+        """Host events as a structured array with decoded names (see EVENT_DTYPE)."""
+        if self._events is None:
+            self._events = self._decode_events()
+        return self._events
+
+    def _decode_events(self) -> np.ndarray:
+        raw = self.host_events
+        n = len(raw)
+        out = np.empty(n, dtype=EVENT_DTYPE)
+        if n == 0:
+            return out
+        names = np.array(self.strings, dtype=object)
+        threads = self._threads if self._threads is not None else self._result.threads()
+        self._threads = threads
+        thread_index = np.zeros(n, dtype=np.uint32)
+        tids = np.zeros(n, dtype=np.uint64)
+        thread_first = np.zeros(n, dtype=np.int64)
+        for k, t in enumerate(threads):
+            first, count = t["first_event"], t["event_count"]
+            thread_index[first : first + count] = k
+            tids[first : first + count] = t["tid"]
+            thread_first[first : first + count] = first
+        out["name"] = names[raw["name"]]
+        out["type"] = raw["type"]
+        out["thread"] = thread_index
+        out["tid"] = tids
+        out["start_ns"] = raw["start_ns"]
+        out["end_ns"] = raw["end_ns"]
+        out["duration_ns"] = raw["end_ns"] - raw["start_ns"]
+        out["depth"] = raw["depth"]
+        out["flags"] = raw["flags"]
+        out["parent"] = _parents(raw["depth"], thread_first)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def device_events(self) -> np.ndarray:
+        """GPU activity as a structured array with decoded names (see DEVICE_EVENT_DTYPE)."""
+        if self._device_events is None:
+            raw = _records.view(self._result.device_events, _records.DEVICE_EVENT)
+            out = np.empty(len(raw), dtype=DEVICE_EVENT_DTYPE)
+            if len(raw):
+                names = np.array(self.strings, dtype=object)
+                out["name"] = names[raw["name"]]
+                for field in ("type", "device", "stream", "context", "correlation_id", "start_ns", "end_ns", "flags"):
+                    out[field] = raw[field]
+                out["duration_ns"] = raw["end_ns"] - raw["start_ns"]
+                launch = raw["launch_event"]
+                out["launch_event"] = np.where(launch == _records.NO_EVENT, -1, launch.astype(np.int64))
+            out.flags.writeable = False
+            self._device_events = out
+        return self._device_events
+
+    @property
+    def event_args(self) -> np.ndarray:
+        """Event arguments: event index, key, value (int, or str for string arguments)."""
+        raw = _records.view(self._result.event_args, _records.EVENT_ARG)
+        out = np.empty(len(raw), dtype=EVENT_ARG_DTYPE)
+        strings = self.strings
+        out["event"] = raw["event"].astype(np.int64)
+        out["key"] = [strings[k] for k in raw["key"]]
+        out["value"] = [strings[v] if kind == 1 else int(v) for kind, v in zip(raw["kind"], raw["value"])]
+        return out
+
+    @property
+    def memory_events(self) -> np.ndarray:
+        """Allocations and frees (the engine's records, zero-copy)."""
+        return _records.view(self._result.memory_events, _records.MEMORY_EVENT)
+
+    @property
+    def steps(self) -> List[int]:
+        """The step numbers recorded (from the ProfileStep#n events), ascending."""
+        ev = self.events
+        names = ev["name"][ev["type"] == int(TracerEventType.ProfileStep)]
+        return sorted(int(n[len("ProfileStep#") :]) for n in names if n.startswith("ProfileStep#"))
+
+    def event_counts(self) -> Dict[str, int]:
+        """Number of events per TracerEventType name (host and GPU), largest first."""
+        host = np.bincount(self.host_events["type"], minlength=len(_TYPE_NAMES))
+        device = np.bincount(
+            _records.view(self._result.device_events, _records.DEVICE_EVENT)["type"], minlength=len(_TYPE_NAMES)
+        )
+        counts = host + device
+        named = {_TYPE_NAMES[t]: int(c) for t, c in enumerate(counts[: len(_TYPE_NAMES)]) if c > 0}
+        return dict(sorted(named.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def top_events(self, n: int = 10) -> List[Tuple[str, str, int, int]]:
+        """The ``n`` host (name, type) pairs with the most total time: (name, type, calls, total_ns)."""
+        raw = self.host_events
+        if len(raw) == 0:
+            return []
+        key = raw["name"].astype(np.int64) * 256 + raw["type"]
+        unique, inverse = np.unique(key, return_inverse=True)
+        total = np.bincount(inverse, weights=(raw["end_ns"] - raw["start_ns"]).astype(np.float64))
+        calls = np.bincount(inverse)
+        order = np.argsort(-total, kind="stable")[:n]
+        strings = self.strings
+        return [
+            (strings[int(unique[i]) // 256], _type_name(int(unique[i]) % 256), int(calls[i]), int(total[i]))
+            for i in order
+        ]
+
+    def __len__(self) -> int:
+        """Number of host events."""
+        return len(self._result.host_events)
+
+    # ---- pandas and notebooks -------------------------------------------------
+    def to_pandas(self, kind: str = "host") -> "pandas.DataFrame":
+        """Events as a pandas DataFrame (``kind`` "host" or "device"), with a ``type_name`` column.
+
+        Raises ImportError when pandas is not installed.
+        """
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError(
+                "ProfilerResult.to_pandas() needs pandas: pip install pandas (or pip install 'profkit[pandas]')"
+            ) from e
+        if kind == "host":
+            array = self.events
+        elif kind == "device":
+            array = self.device_events
+        else:
+            raise ValueError(f"to_pandas: kind must be 'host' or 'device', got {kind!r}")
+        frame = pd.DataFrame({name: array[name] for name in array.dtype.names})
+        frame["type_name"] = pd.Categorical([_type_name(t) for t in array["type"]], categories=_TYPE_NAMES)
+        return frame
+
+    @property
+    def events_df(self) -> "pandas.DataFrame":
+        """``to_pandas()``: host events as a DataFrame."""
+        return self.to_pandas()
+
+    def __repr__(self) -> str:
+        info = self.info
+        where = f" from {self.path!r}" if self.path else ""
+        return (
+            f"<ProfilerResult{where}: {info['host_event_count']} host events, {info['device_event_count']} GPU "
+            f"events, {info['thread_count']} threads, {_format_ns(self.duration_ns)} on {info['hostname']} "
+            f"pid {info['pid']}>"
+        )
+
+    def _repr_html_(self) -> str:
+        info = self.info
+        esc = html.escape
+        rows = [
+            ("host", info["hostname"]),
+            ("pid", info["pid"]),
+            ("rank / world size", f"{info['rank']} / {info['world_size']}" if info["rank"] >= 0 else "unknown"),
+            ("profkit", f"{info['profkit_version']} (schema {info['schema_version']})"),
+            ("span", f"#{info['span_index']}: {_format_ns(self.duration_ns)}"),
+            (
+                "steps",
+                f"{info['first_step']}–{info['first_step'] + info['step_count'] - 1}" if info["step_count"] else "none",
+            ),
+            ("threads", info["thread_count"]),
+            ("host / GPU events", f"{info['host_event_count']} / {info['device_event_count']}"),
+        ]
+        lost = {
+            k: info[k]
+            for k in ("dropped_events", "unmatched_ends", "overflowed_events", "unfinished_events", "dropped_device_records")
+            if info[k]
+        }
+        if lost:
+            rows.append(("not recorded", ", ".join(f"{k}={v}" for k, v in lost.items())))
+        rows.extend((f"metadata: {k}", v) for k, v in self.metadata.items())
+        if self.path:
+            rows.insert(0, ("file", self.path))
+
+        def table(header: Iterable[str], body: Iterable[Iterable[Any]]) -> str:
+            head = "".join(f"<th>{esc(str(h))}</th>" for h in header)
+            lines = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in body)
+            return f"<table><thead><tr>{head}</tr></thead><tbody>{lines}</tbody></table>"
+
+        top = [(name, kind, calls, _format_ns(total)) for name, kind, calls, total in self.top_events(10)]
+        return (
+            "<div class='profkit-result'><h4>profkit trace</h4>"
+            + table(("", ""), rows)
+            + "<h5>Events per type</h5>"
+            + table(("type", "events"), self.event_counts().items())
+            + "<h5>Top events by total time</h5>"
+            + table(("name", "type", "calls", "total"), top)
+            + "</div>"
+        )
+
+    # ---- writing and summaries ------------------------------------------------
+    def save(self, path: PathLike) -> None:
+        """Writes the trace as a ``.pktrace`` file (temp file + rename)."""
+        self._result.save(os.fspath(path))
+
+    def export_chrome_tracing(self, path: PathLike, label_durations: bool = False, include_flows: bool = True) -> None:
+        """Writes the trace as Chrome trace JSON (chrome://tracing, ui.perfetto.dev).
+
+        ``label_durations`` appends each event's duration to its name;
+        ``include_flows`` draws arrows from CUDA launches to their GPU work.
+        """
+        self._result.export_chrome(os.fspath(path), label_durations=label_durations, include_flows=include_flows)
+
+    def summary(
+        self,
+        sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
+        op_detail: bool = True,
+        thread_sep: bool = False,
+        time_unit: str = "ms",
+        views: Union[None, SummaryView, Iterable[SummaryView]] = None,
+        row_limit: Optional[int] = None,
+    ) -> str:
+        """The summary tables (SPEC §6) as text."""
+        from . import _summary
+
+        kwargs = _summary_kwargs(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
+        return _summary.summary_text(self._result, **kwargs)
+
+    def summary_data(
+        self,
+        sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
+        op_detail: bool = True,
+        thread_sep: bool = False,
+        time_unit: str = "ms",
+        views: Union[None, SummaryView, Iterable[SummaryView]] = None,
+        row_limit: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """The summary tables as data (dicts of rows) instead of text."""
+        from . import _summary
+
+        kwargs = _summary_kwargs(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
+        return _summary.summary_data(self._result, **kwargs)
+
+
+def _type_name(value: int) -> str:
+    return _TYPE_NAMES[value] if 0 <= value < len(_TYPE_NAMES) else f"type{value}"
+
+
+def load_profiler_result(path: PathLike) -> ProfilerResult:
+    """Reads a ``.pktrace`` file (written by ``export_protobuf``, ``Profiler.export(format="pb")``
+    or ``ProfilerResult.save``) back into a ProfilerResult.
+
+    The file is verified before use.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        ValueError: the file is empty, truncated, corrupt, from a newer
+            profkit, or not a profkit trace (the message says which).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a .pktrace file")
+    return ProfilerResult(_C.load(path), path=path)
+

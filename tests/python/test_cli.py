@@ -1,0 +1,115 @@
+"""The profkit command line: info, export, summary; one clear line on bad input."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from profkit import Profiler, RecordEvent, TracerEventType, cli, export_protobuf
+
+
+@pytest.fixture
+def trace(tmp_path):
+    exporter = export_protobuf(str(tmp_path), worker_name="w")
+    with Profiler(on_trace_ready=exporter) as p:
+        for _ in range(2):
+            with RecordEvent("forward", TracerEventType.Forward):
+                pass
+            p.step()
+    return exporter.paths[0]
+
+
+def run(*args):
+    """The command line in a subprocess: (exit status, stdout, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "profkit", *args], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_info(trace):
+    code, out, err = run("info", trace)
+    assert code == 0 and err == ""
+    assert f"file:       {trace}" in out
+    assert "steps:      0-2 (3 steps)" in out
+    assert "events:     5 host, 0 GPU" in out
+    assert "  ProfileStep  3" in out and "  Forward      2" in out
+    assert "not recorded: dropped_events 0, unmatched_ends 0" in out
+    assert "span:       #" in out
+
+
+def test_info_json(trace, capsys):
+    assert cli.main(["info", trace, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["event_counts"] == {"ProfileStep": 3, "Forward": 2}
+    assert doc["info"]["host_event_count"] == 5
+
+
+def test_export(trace, tmp_path):
+    out = tmp_path / "out.trace.json"
+    code, stdout, err = run("export", trace, "-o", str(out))
+    assert code == 0 and err == "" and str(out) in stdout
+    doc = json.loads(out.read_text())
+    assert sorted(e["name"] for e in doc["traceEvents"] if e.get("ph") == "X") == [
+        "ProfileStep#0",
+        "ProfileStep#1",
+        "ProfileStep#2",
+        "forward",
+        "forward",
+    ]
+
+
+def test_export_default_output_name_and_options(trace, capsys):
+    assert cli.main(["export", trace, "--label-durations", "--no-flows"]) == 0
+    default = trace[: -len(".pktrace")] + ".trace.json"
+    with open(default, encoding="utf-8") as f:
+        names = [e["name"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    assert all("[" in n for n in names)
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["info", "/no/such/file.pktrace"], 1, "cannot open '/no/such/file.pktrace'"),
+        (["info"], 2, "the following arguments are required: file"),
+        (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+        ([], 2, "required"),
+        (["export", "/no/such.pktrace", "-o", "x.json"], 1, "No such file"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr(args, code, message):
+    status, out, err = run(*args)
+    assert status == code and out == ""
+    assert err.count("\n") == 1 and err.startswith("profkit: error: ") and message in err
+
+
+def test_bad_files(tmp_path, trace):
+    empty = tmp_path / "empty.pktrace"
+    empty.write_bytes(b"")
+    status, _, err = run("info", str(empty))
+    assert status == 1 and err.startswith("profkit: error: ") and "empty" in err and err.count("\n") == 1
+    status, _, err = run("export", trace, "-o", str(tmp_path / "no" / "dir" / "x.json"))
+    assert status == 1 and "cannot create" in err and err.count("\n") == 1
+    status, _, err = run("info", str(tmp_path))
+    assert status == 1 and "is a directory" in err
+
+
+def test_summary_reports_a_missing_summary_module_as_one_line(trace, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "profkit._summary", None)  # as if the tables were not built
+    assert cli.main(["summary", trace]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("profkit: error: ") and err.count("\n") == 1
+
+
+def test_version():
+    status, out, _ = run("--version")
+    assert status == 0 and out.startswith("profkit ")
+
+
+def test_console_script(trace):
+    script = shutil.which("profkit", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("the profkit console script is not installed next to this interpreter")
+    done = subprocess.run([script, "info", trace], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "ProfileStep" in done.stdout

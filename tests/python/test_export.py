@@ -1,0 +1,124 @@
+"""Trace files and on_trace_ready callbacks (SPEC §4)."""
+
+import datetime
+import json
+import os
+import re
+import socket
+
+import pytest
+
+import profkit
+from profkit import Profiler, _C, export_chrome_tracing, export_protobuf, load_profiler_result, make_scheduler
+from profkit.export_callbacks import _unused_path, default_worker_name, trace_file_name
+
+STAMP = r"_time_\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}_\d{6}"
+
+
+@pytest.fixture
+def no_rank(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    yield
+    _C.set_rank(-1, -1)
+
+
+def test_default_worker_name(no_rank, monkeypatch):
+    base = f"host_{socket.gethostname()}pid_{os.getpid()}"
+    assert default_worker_name() == base
+    assert default_worker_name(rank=3) == base + "rank_3"
+    monkeypatch.setenv("RANK", "5")
+    assert default_worker_name() == base + "rank_5"
+    assert default_worker_name(rank=2) == base + "rank_2"  # the engine's rank wins
+    monkeypatch.setenv("RANK", "not-a-number")
+    assert default_worker_name() == base
+
+
+def test_trace_file_name():
+    when = datetime.datetime(2024, 3, 5, 7, 8, 9, 123456)
+    assert trace_file_name("w", ".trace.json", when) == "w_time_2024_03_05_07_08_09_123456.trace.json"
+
+
+def test_export_chrome_tracing_writes_one_file_per_window(tmp_path, no_rank):
+    out = tmp_path / "a" / "b"
+    exporter = export_chrome_tracing(str(out))
+    assert out.is_dir()  # created up front, as paddle.profiler does
+    with Profiler(scheduler=make_scheduler(closed=0, ready=0, record=2, repeat=2), on_trace_ready=exporter) as p:
+        for _ in range(5):
+            p.step()
+    names = sorted(os.listdir(out))
+    assert len(names) == 2 and len(exporter.paths) == 2  # no temporary files left behind
+    pattern = re.escape(default_worker_name()) + STAMP + r"\.trace\.json"
+    assert all(re.fullmatch(pattern, n) for n in names), names
+    for path in exporter.paths:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        assert any(e.get("cat") == "ProfileStep" for e in doc["traceEvents"])
+
+
+def test_export_protobuf_files_load_back(tmp_path, no_rank):
+    exporter = export_protobuf(str(tmp_path), worker_name="trainer")
+    with Profiler(scheduler=(1, 3), on_trace_ready=exporter) as p:
+        for _ in range(4):
+            p.step()
+    (path,) = exporter.paths
+    assert re.fullmatch(r"trainer" + STAMP + r"\.pktrace", os.path.basename(path))
+    assert load_profiler_result(path).steps == [1, 2]
+
+
+def test_rank_from_the_engine_goes_into_the_file_name(tmp_path, no_rank):
+    _C.set_rank(1, 4)
+    exporter = export_chrome_tracing(str(tmp_path))
+    with Profiler(on_trace_ready=exporter) as p:
+        p.step()
+    assert os.path.basename(exporter.paths[0]).startswith(default_worker_name(rank=1) + "_time_")
+
+
+def test_directory_removed_after_creation_is_created_again(tmp_path):
+    out = tmp_path / "gone"
+    exporter = export_chrome_tracing(str(out))
+    out.rmdir()
+    with Profiler(on_trace_ready=exporter) as p:
+        p.step()
+    assert len(os.listdir(out)) == 1
+
+
+def test_unusable_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match="cannot create the directory"):
+        export_chrome_tracing(str(blocker / "sub"))
+
+
+def test_same_microsecond_gets_a_distinct_name(tmp_path):
+    (tmp_path / "w_time_1.trace.json").write_text("{}")
+    (tmp_path / "w_time_1_1.trace.json").write_text("{}")
+    assert _unused_path(str(tmp_path), "w_time_1.trace.json", ".trace.json") == str(tmp_path / "w_time_1_2.trace.json")
+
+
+def test_on_trace_ready_is_called_once_per_window():
+    calls = []
+    with Profiler(scheduler=make_scheduler(closed=1, ready=1, record=2, repeat=3), on_trace_ready=calls.append) as p:
+        for _ in range(15):
+            p.step()
+    assert len(calls) == 3 and all(c is p for c in calls)
+
+
+def test_profiler_export_formats(tmp_path):
+    with Profiler(on_trace_ready=lambda prof: None) as p:
+        with profkit.RecordEvent("work"):
+            pass
+        p.step()
+    p.export(str(tmp_path / "t.trace.json"))
+    p.export(str(tmp_path / "t.pktrace"), format="pb")
+    doc = json.loads((tmp_path / "t.trace.json").read_text())
+    assert {e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"} == {"ProfileStep#0", "ProfileStep#1", "work"}
+    assert load_profiler_result(tmp_path / "t.pktrace").steps == [0, 1]
+    with pytest.raises(ValueError, match="format must be 'json' or 'pb'"):
+        p.export(str(tmp_path / "t.xml"), format="xml")
+    with pytest.raises(FileNotFoundError, match="cannot create"):
+        p.export(str(tmp_path / "missing" / "t.json"))
+    assert sorted(os.listdir(tmp_path)) == ["t.pktrace", "t.trace.json"]
+
+
+def test_exporter_repr(tmp_path):
+    assert repr(export_protobuf(str(tmp_path), "w")) == f"export_protobuf({str(tmp_path)!r}, worker_name='w')"

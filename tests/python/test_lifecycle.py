@@ -1,0 +1,457 @@
+"""Profiler lifecycle (SPEC §3): every transition, the windows each scheduler
+delivers (as ProfileStep#n sets), and the fixes over paddle.profiler."""
+
+import json
+import warnings
+
+import pytest
+
+import profkit
+from profkit import Profiler, ProfilerState, ProfilerTarget, ProfilerWarning, RecordEvent, _C, _lifecycle, make_scheduler
+from profkit import profiler as profiler_module
+
+C, Y, R, A = ProfilerState.CLOSED, ProfilerState.READY, ProfilerState.RECORD, ProfilerState.RECORD_AND_RETURN
+
+
+class Windows:
+    """on_trace_ready that keeps the ProfileStep numbers of each delivered window."""
+
+    def __init__(self):
+        self.steps = []
+        self.results = []
+
+    def __call__(self, prof):
+        self.results.append(prof.profiler_result)
+        self.steps.append(prof.profiler_result.steps)
+
+
+def run(scheduler, n_steps, work=None):
+    """Runs n_steps steps; returns (state of each step 0..n_steps, windows)."""
+    windows = Windows()
+    prof = Profiler(scheduler=scheduler, on_trace_ready=windows)
+    seen = []
+    prof.start()
+    for _ in range(n_steps):
+        seen.append(prof.current_state)
+        assert _C.get_state() == prof.current_state.value  # the engine follows the schedule
+        if work:
+            work(prof)
+        prof.step()
+    seen.append(prof.current_state)
+    prof.stop()
+    assert _C.get_state() == C.value
+    return seen, windows.steps
+
+
+# ---- the transition table -------------------------------------------------------
+
+
+@pytest.mark.parametrize("previous", list(ProfilerState))
+@pytest.mark.parametrize("current", list(ProfilerState))
+def test_transition_table(previous, current):
+    t = _lifecycle.plan(previous, current)
+    if not previous.is_recording:
+        # CLOSED/READY -> anything: enter the new state; nothing to deliver.
+        assert not t.deliver and not t.improper and t.then is None
+        assert t.first == (None if previous is current else current)
+    elif previous is R and current.is_recording:
+        # RECORD -> RECORD(_AND_RETURN): the window goes on; nothing collected.
+        assert t == (None if current is R else A, False, False, None)
+    else:
+        # RECORD_AND_RETURN -> any, RECORD -> CLOSED/READY: collect and deliver.
+        assert t.deliver
+        assert t.improper == (previous is R)
+        assert t.first == (C if current is C else Y)
+        assert t.then == (current if current.is_recording else None)
+
+
+def test_stop_delivers_only_from_recording_states():
+    for state in ProfilerState:
+        t = _lifecycle.plan_stop(state)
+        assert t.first is C and t.deliver == state.is_recording and not t.improper
+
+
+# ---- windows per scheduler --------------------------------------------------------
+
+
+def test_pair_2_10():
+    seen, windows = run((2, 10), 12)
+    assert seen == [C, Y] + [R] * 7 + [A, C, C, C]
+    assert windows == [list(range(2, 10))]
+
+
+def test_half_open_list_3_14():
+    seen, windows = run([3, 14], 16)
+    assert seen == [C, C, Y] + [R] * 10 + [A, C, C, C]
+    assert windows == [list(range(3, 14))]
+
+
+def test_make_scheduler_repeat_three_gives_three_windows():
+    seen, windows = run(make_scheduler(closed=1, ready=1, record=4, repeat=3), 20)
+    assert seen == [C, Y, R, R, R, A] * 3 + [C, C, C]
+    assert windows == [[2, 3, 4, 5], [8, 9, 10, 11], [14, 15, 16, 17]]
+
+
+def test_make_scheduler_repeat_three_writes_three_files(tmp_path):
+    exporter = profkit.export_chrome_tracing(str(tmp_path / "log"))
+    with Profiler(scheduler=make_scheduler(closed=1, ready=1, record=4, repeat=3), on_trace_ready=exporter) as p:
+        for _ in range(20):
+            p.step()
+    files = sorted((tmp_path / "log").iterdir())
+    assert [str(f) for f in files] == sorted(exporter.paths) and len(files) == 3
+    steps = []
+    for f in sorted(files, key=lambda f: exporter.paths.index(str(f))):
+        doc = json.loads(f.read_text())
+        steps.append(sorted(int(e["name"].split("#")[1]) for e in doc["traceEvents"] if e.get("cat") == "ProfileStep"))
+    assert steps == [[2, 3, 4, 5], [8, 9, 10, 11], [14, 15, 16, 17]]
+
+
+def test_skip_first():
+    seen, windows = run(make_scheduler(closed=1, ready=1, record=2, repeat=2, skip_first=3), 13)
+    assert seen == [C, C, C] + [C, Y, R, A] * 2 + [C, C, C]
+    assert windows == [[5, 6], [9, 10]]
+
+
+def test_ready_zero():
+    seen, windows = run(make_scheduler(closed=2, ready=0, record=2, repeat=2), 9)
+    assert seen == [C, C, R, A, C, C, R, A, C, C]
+    assert windows == [[2, 3], [6, 7]]
+
+
+def test_always_record_and_return_delivers_every_step():
+    seen, windows = run(lambda step: A, 4)
+    assert seen == [A] * 5
+    # Each step is its own window; stop() delivers the step it ends.
+    assert windows == [[0], [1], [2], [3], [4]]
+
+
+def test_default_scheduler_records_everything_until_stop():
+    seen, windows = run(None, 5)
+    assert seen == [R] * 6
+    assert windows == [[0, 1, 2, 3, 4, 5]]
+
+
+def test_custom_callable():
+    plan = {1: Y, 2: R, 3: A, 5: R, 6: A}
+    seen, windows = run(lambda step: plan.get(step, C), 8)
+    assert seen == [C, Y, R, A, C, R, A, C, C]
+    assert windows == [[2, 3], [5, 6]]
+
+
+def test_scheduler_returning_ints_is_accepted():
+    seen, windows = run(lambda step: 3 if step == 1 else 0, 3)
+    assert seen == [C, A, C, C] and windows == [[1]]
+
+
+def test_stop_in_the_middle_of_a_window_delivers_it():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no improper-schedule warning here
+        seen, windows = run(make_scheduler(closed=1, ready=1, record=4, repeat=3), 3)
+    assert seen == [C, Y, R, R]
+    assert windows == [[2, 3]]
+
+
+def test_record_to_closed_delivers_with_a_warning():
+    with pytest.warns(ProfilerWarning, match=r"improper schedule: step 2 was RECORD and step 3 is CLOSED"):
+        seen, windows = run(lambda step: R if step < 3 else C, 5)
+    assert seen == [R, R, R, C, C, C]
+    assert windows == [[0, 1, 2]]
+
+
+def test_record_to_ready_delivers_with_a_warning_and_recording_resumes():
+    plan = [R, R, Y, R, A]
+    with pytest.warns(ProfilerWarning, match="step 1 was RECORD and step 2 is READY"):
+        seen, windows = run(lambda step: plan[step] if step < len(plan) else C, 6)
+    assert seen == plan + [C, C]
+    assert windows == [[0, 1], [3, 4]]
+
+
+def test_ready_to_closed_delivers_nothing_and_stop_says_so():
+    with pytest.warns(ProfilerWarning, match="without recording any step"):
+        seen, windows = run(lambda step: Y if step == 1 else C, 3)
+    assert seen == [C, Y, C, C]
+    assert windows == []
+
+
+def test_stop_in_ready_state_warns_that_nothing_was_recorded():
+    with pytest.warns(ProfilerWarning, match="never reached RECORD"):
+        seen, windows = run((5, 8), 4)
+    assert seen == [C, C, C, C, Y] and windows == []
+
+
+def test_record_events_land_in_their_step():
+    def work(prof):
+        with RecordEvent(f"work{prof.step_num}"):
+            pass
+
+    _, windows = run(make_scheduler(closed=0, ready=0, record=2, repeat=2), 4, work=work)
+    assert windows == [[0, 1], [2, 3]]
+
+
+def test_windows_hold_only_their_own_events():
+    names = []
+
+    def collect_names(prof):
+        ev = prof.profiler_result.events
+        names.append(sorted(n for n in ev["name"] if not n.startswith("ProfileStep")))
+
+    with Profiler(scheduler=lambda step: A, on_trace_ready=collect_names) as p:
+        for k in range(3):
+            with RecordEvent(f"e{k}"):
+                pass
+            p.step()
+    assert names == [["e0"], ["e1"], ["e2"], []]
+
+
+def test_num_samples_is_attached_to_the_step():
+    windows = Windows()
+    with Profiler(scheduler=None, on_trace_ready=windows) as p:
+        p.step(num_samples=32)
+        p.step(num_samples=16)
+    args = windows.results[0].event_args
+    events = windows.results[0].events
+    samples = {events["name"][a["event"]]: a["value"] for a in args if a["key"] == "num_samples"}
+    assert samples == {"ProfileStep#0": 32, "ProfileStep#1": 16}
+
+
+# ---- fixes and errors -----------------------------------------------------------------
+
+
+def test_second_active_profiler_raises_and_the_first_keeps_working():
+    windows = Windows()
+    first = Profiler(on_trace_ready=windows)
+    first.start()
+    second = Profiler(on_trace_ready=Windows())
+    with pytest.raises(RuntimeError, match="another Profiler is active"):
+        second.start()
+    first.step()
+    first.stop()
+    assert windows.steps == [[0, 1]]
+    second.start()  # the engine is free again
+    second.stop()
+
+
+def test_timer_only_profilers_do_not_take_the_engine(capsys):
+    with Profiler(timer_only=True) as timer:
+        with Profiler(on_trace_ready=Windows()) as recording:
+            recording.step()
+            timer.step()
+    assert _C.get_state() == 0
+
+
+def test_start_twice_raises():
+    p = Profiler(on_trace_ready=Windows())
+    p.start()
+    with pytest.raises(RuntimeError, match="already started"):
+        p.start()
+    p.stop()
+
+
+def test_step_before_start_raises_and_stop_is_idempotent():
+    p = Profiler(on_trace_ready=Windows())
+    with pytest.raises(RuntimeError, match="not started"):
+        p.step()
+    p.stop()  # nothing to stop: no error
+    with p:
+        p.stop()  # stopping inside the with block; __exit__ stops again harmlessly
+
+
+def test_engine_driven_elsewhere_refuses_to_start():
+    _C.set_state(R.value)
+    with pytest.raises(RuntimeError, match="already in state RECORD"):
+        Profiler(on_trace_ready=Windows()).start()
+
+
+def test_exception_in_on_trace_ready_at_a_step_propagates_and_profiling_goes_on():
+    calls = []
+
+    def flaky(prof):
+        calls.append(prof.profiler_result.steps)
+        if len(calls) == 1:
+            raise KeyError("user callback failed")
+
+    p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=2, repeat=3), on_trace_ready=flaky)
+    p.start()
+    p.step()
+    with pytest.raises(KeyError, match="user callback failed"):
+        p.step()
+    assert p.step_num == 2 and p.current_state is R
+    for _ in range(3):
+        p.step()
+    p.stop()
+    assert calls == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_exception_in_on_trace_ready_at_stop_propagates_and_the_next_profiler_works():
+    def failing(prof):
+        raise ValueError("boom")
+
+    p = Profiler(on_trace_ready=failing)
+    p.start()
+    p.step()
+    with pytest.raises(ValueError, match="boom"):
+        p.stop()
+    assert _C.get_state() == 0
+    windows = Windows()
+    with Profiler(on_trace_ready=windows) as q:
+        q.step()
+    assert windows.steps == [[0, 1]]
+    p.start()  # the failed one is reusable too
+    p.step()
+    with pytest.raises(ValueError):
+        p.stop()
+
+
+def test_exception_in_the_with_block_still_delivers():
+    windows = Windows()
+    with pytest.raises(ZeroDivisionError):
+        with Profiler(on_trace_ready=windows) as p:
+            p.step()
+            1 / 0
+    assert windows.steps == [[0, 1]]
+    assert _C.get_state() == 0
+
+
+def test_bad_scheduler_value_raises_before_anything_changes():
+    plan = {0: R, 1: "record"}
+    p = Profiler(scheduler=lambda step: plan.get(step, C), on_trace_ready=Windows())
+    p.start()
+    with pytest.raises(ValueError, match="returned 'record' for step 1"):
+        p.step()
+    assert p.step_num == 0 and p.current_state is R and _C.get_state() == R.value
+    p.stop()
+
+
+def test_scheduler_that_raises_at_start_leaves_the_engine_free():
+    def broken(step):
+        raise RuntimeError("scheduler bug")
+
+    with pytest.raises(RuntimeError, match="scheduler bug"):
+        Profiler(scheduler=broken, on_trace_ready=Windows()).start()
+    with Profiler(on_trace_ready=Windows()) as p:
+        p.step()
+
+
+def test_restart_begins_again_at_step_zero():
+    windows = Windows()
+    p = Profiler(scheduler=(1, 3), on_trace_ready=windows)
+    for _ in range(2):
+        p.start()
+        for _ in range(4):
+            p.step()
+        p.stop()
+    assert windows.steps == [[1, 2], [1, 2]]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3", True])
+def test_invalid_num_samples(bad):
+    p = Profiler(on_trace_ready=Windows())
+    p.start()
+    with pytest.raises((ValueError, TypeError)):
+        p.step(num_samples=bad)
+    p.stop()
+
+
+def test_invalid_constructor_arguments():
+    with pytest.raises(ValueError):
+        Profiler(scheduler=(3, 1))
+    with pytest.raises(TypeError, match="on_trace_ready"):
+        Profiler(on_trace_ready="file.json")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ProfilerTarget"):
+        Profiler(targets=["cpu"])  # type: ignore[list-item]
+
+
+def test_unsupported_options_warn():
+    with pytest.warns(ProfilerWarning, match="emit_nvtx"):
+        Profiler(emit_nvtx=True)
+    with pytest.warns(ProfilerWarning, match="custom devices"):
+        Profiler(custom_device_types=["npu"])
+
+
+def test_export_and_summary_need_a_result():
+    p = Profiler(on_trace_ready=Windows())
+    with pytest.raises(RuntimeError, match="no trace has been collected"):
+        p.export("x.json")
+    with pytest.raises(RuntimeError, match="no trace has been collected"):
+        p.summary()
+
+
+def test_default_on_trace_ready_writes_to_profiler_log(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Profiler(scheduler=(0, 2)) as p:
+        for _ in range(3):
+            p.step()
+    files = list((tmp_path / "profiler_log").iterdir())
+    assert len(files) == 1 and files[0].name.endswith(".trace.json")
+    assert repr(p.on_trace_ready).startswith("export_chrome_tracing('./profiler_log/'")
+
+
+def test_timer_only_does_not_create_the_default_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Profiler(timer_only=True) as p:
+        p.step()
+    assert not (tmp_path / "profiler_log").exists()
+    assert p.profiler_result is None
+
+
+# ---- targets ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_gpu_warning(monkeypatch):
+    monkeypatch.setattr(profiler_module, "_gpu_warning_given", False)
+
+
+def test_targets_none_is_cpu_only_without_a_gpu(fresh_gpu_warning, monkeypatch):
+    monkeypatch.setattr(_C, "gpu_available", lambda: (False, "no CUDA driver"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Profiler().targets == {ProfilerTarget.CPU}
+
+
+def test_targets_none_includes_the_gpu_when_available(fresh_gpu_warning, monkeypatch):
+    monkeypatch.setattr(_C, "gpu_available", lambda: (True, "CUPTI 12"))
+    assert Profiler().targets == {ProfilerTarget.CPU, ProfilerTarget.GPU}
+
+
+def test_gpu_requested_but_unavailable_warns_once_per_process(fresh_gpu_warning, monkeypatch):
+    monkeypatch.setattr(_C, "gpu_available", lambda: (False, "no CUDA driver (libcuda.so.1 not found)"))
+    with pytest.warns(ProfilerWarning, match=r"libcuda.so.1 not found.*profiling the CPU only") as record:
+        p = Profiler(targets=[ProfilerTarget.CPU, ProfilerTarget.GPU], on_trace_ready=Windows())
+        Profiler(targets=[ProfilerTarget.GPU])
+    assert len(record) == 1
+    assert p.targets == {ProfilerTarget.CPU}
+    with p:  # CPU profiling goes on
+        p.step()
+    assert p.profiler_result.steps == [0, 1]
+
+
+def test_gpu_that_fails_to_start_warns_with_the_engine_reason(fresh_gpu_warning, monkeypatch):
+    # The engine of this build refuses GPU tracing; pretend the probe said yes.
+    monkeypatch.setattr(_C, "gpu_available", lambda: (True, "pretend"))
+    p = Profiler(targets=[ProfilerTarget.GPU], on_trace_ready=Windows())
+    with pytest.warns(ProfilerWarning, match="GPU tracing is not available"):
+        p.start()
+    p.step()
+    p.stop()
+    assert p.profiler_result.steps == [0, 1]
+
+
+def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
+    windows = []
+
+    def stop_after_first(prof):
+        windows.append(prof.profiler_result.steps)
+        if len(windows) == 1:
+            with pytest.raises(RuntimeError, match="called from on_trace_ready"):
+                prof.step()
+            prof.stop()  # delivers the window it closes (no step of it is whole): a nested call
+
+    p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=1), on_trace_ready=stop_after_first)
+    p.start()
+    p.step()  # delivers step 0; the callback stops profiling
+    assert _C.get_state() == 0 and windows == [[0], []]
+    with pytest.raises(RuntimeError, match="not started"):
+        p.step()
+    with Profiler(on_trace_ready=Windows()) as q:  # the engine is free
+        q.step()

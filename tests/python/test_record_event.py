@@ -1,0 +1,294 @@
+"""RecordEvent: context manager and begin()/end(), nesting, threads, the idle
+no-op, and misuse that raises clear errors instead of corrupting the trace."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import profkit
+from profkit import RecordEvent, TracerEventType, _C
+from profkit.result import ProfilerResult
+
+RECORD, CLOSED = 2, 0
+
+
+def recorded(body):
+    """Runs body() in a recording window; returns the window as a ProfilerResult."""
+    _C.set_state(RECORD)
+    try:
+        body()
+    finally:
+        _C.set_state(CLOSED)
+    return ProfilerResult(_C.collect())
+
+
+def rows(result):
+    ev = result.events
+    return [(name, int(t), int(d)) for name, t, d in zip(ev["name"], ev["type"], ev["depth"])]
+
+
+def test_context_manager_nesting_and_types():
+    def body():
+        with RecordEvent("outer"):
+            with RecordEvent("inner", TracerEventType.Forward):
+                pass
+            with RecordEvent(name="second", event_type=int(TracerEventType.Backward)) as ev:
+                assert ev.is_open
+
+    result = recorded(body)
+    assert rows(result) == [("outer", 14, 0), ("inner", 9, 1), ("second", 10, 1)]
+    assert list(result.events["parent"]) == [-1, 0, 0]
+
+
+def test_begin_end_in_a_loop_reuses_one_object():
+    ev = RecordEvent("load", TracerEventType.Dataloader)
+
+    def body():
+        for _ in range(3):
+            ev.begin()
+            ev.end()
+
+    result = recorded(body)
+    assert rows(result) == [("load", 1, 0)] * 3
+    assert np.all(result.events["end_ns"] >= result.events["start_ns"])
+
+
+def test_duration_covers_the_block():
+    import time
+
+    def body():
+        with RecordEvent("sleep"):
+            time.sleep(0.01)
+
+    (duration,) = recorded(body).events["duration_ns"]
+    assert duration >= 10_000_000
+
+
+def test_not_recording_is_a_no_op():
+    before = _C.counters()
+    with RecordEvent("idle"):
+        pass
+    ev = RecordEvent("idle2")
+    ev.begin()
+    ev.end()
+    after = _C.counters()
+    assert after["recorded_events"] == before["recorded_events"]
+    assert after["unmatched_ends"] == before["unmatched_ends"]
+    assert len(_C.collect().host_events) == 0
+
+
+def test_many_python_threads_each_keep_their_nesting():
+    barrier = threading.Barrier(4)
+
+    def worker(k):
+        _C.set_thread_name(f"py-{k}")
+        barrier.wait()
+        for i in range(200):
+            with RecordEvent(f"t{k}"):
+                with RecordEvent(f"t{k}.inner"):
+                    pass
+
+    def body():
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    result = recorded(body)
+    ev = result.events
+    by_thread = {t["name"]: t for t in result.threads}
+    for k in range(4):
+        index = list(by_thread).index(f"py-{k}")
+        mine = ev[ev["thread"] == index]
+        assert len(mine) == 400
+        assert set(mine["name"]) == {f"t{k}", f"t{k}.inner"}
+        inner = mine[mine["name"] == f"t{k}.inner"]
+        assert np.all(inner["depth"] == 1)
+        assert np.all(ev["name"][inner["parent"]] == f"t{k}")
+    assert result.info["unmatched_ends"] == 0
+
+
+def test_end_without_begin_raises_and_records_nothing():
+    ev = RecordEvent("lonely")
+    unmatched = _C.counters()["unmatched_ends"]
+
+    def body():
+        with pytest.raises(RuntimeError, match="'lonely': end\\(\\) called without a matching begin\\(\\)"):
+            ev.end()
+        ev.begin()
+        ev.end()
+        with pytest.raises(RuntimeError, match="without a matching begin"):
+            ev.end()  # a second end is an error too
+
+    result = recorded(body)
+    assert rows(result) == [("lonely", 14, 0)]
+    assert _C.counters()["unmatched_ends"] == unmatched
+
+
+def test_begin_twice_raises():
+    ev = RecordEvent("twice")
+
+    def body():
+        ev.begin()
+        with pytest.raises(RuntimeError, match="begin\\(\\) called again before end\\(\\)"):
+            ev.begin()
+        ev.end()
+
+    assert rows(recorded(body)) == [("twice", 14, 0)]
+
+
+def test_end_on_another_thread_raises():
+    ev = RecordEvent("crossing")
+    errors = []
+
+    def other():
+        try:
+            ev.end()
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    def body():
+        ev.begin()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        ev.end()  # the right thread still can
+
+    assert rows(recorded(body)) == [("crossing", 14, 0)]
+    assert len(errors) == 1 and "another thread" in errors[0]
+
+
+def test_exceptions_in_the_block_propagate_and_the_range_is_closed():
+    def body():
+        with pytest.raises(KeyError):
+            with RecordEvent("failing"):
+                raise KeyError("x")
+        with RecordEvent("after"):
+            pass
+
+    assert rows(recorded(body)) == [("failing", 14, 0), ("after", 14, 0)]
+
+
+def test_a_range_across_a_window_boundary_is_left_out_without_unmatched_ends():
+    unmatched = _C.counters()["unmatched_ends"]
+    ev = RecordEvent("early")
+    ev.begin()  # not recording yet
+    _C.set_state(RECORD)
+    with RecordEvent("inside"):
+        pass
+    ev.end()  # began outside this window: not recorded, not counted as unmatched
+    late = RecordEvent("late")
+    late.begin()
+    _C.set_state(CLOSED)
+    late.end()  # the window closed meanwhile
+    result = ProfilerResult(_C.collect())
+    assert rows(result) == [("inside", 14, 0)]
+    assert _C.counters()["unmatched_ends"] == unmatched
+
+
+def test_a_range_from_an_earlier_window_is_not_ended_in_the_next_one():
+    ev = RecordEvent("old")
+    _C.set_state(RECORD)
+    ev.begin()
+    _C.set_state(CLOSED)
+    _C.collect()
+    _C.set_state(RECORD)
+    with RecordEvent("new"):
+        ev.end()  # must not close "new"
+    _C.set_state(CLOSED)
+    assert rows(ProfilerResult(_C.collect())) == [("new", 14, 0)]
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        ((), {}, TypeError, "missing required argument 'name'"),
+        ((3,), {}, TypeError, "name must be a str"),
+        (("a", 1, 2), {}, TypeError, "at most 2 positional"),
+        (("a",), {"colour": 1}, TypeError, "unexpected keyword argument 'colour'"),
+        (("a",), {"name": "b"}, TypeError, "multiple values for argument 'name'"),
+        (("a", 15), {}, ValueError, "event_type 15 is not a TracerEventType"),
+        (("a", -1), {}, ValueError, "is not a TracerEventType"),
+        (("a", "Forward"), {}, TypeError, "event_type must be a TracerEventType or an int"),
+        (("bad\0name",), {}, ValueError, "NUL"),
+    ],
+)
+def test_invalid_arguments(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        RecordEvent(*args, **kwargs)
+
+
+def test_event_type_accepts_plain_enums_and_none():
+    import enum
+
+    class Mine(enum.Enum):
+        FORWARD = 9
+
+    assert RecordEvent("a", Mine.FORWARD).event_type is TracerEventType.Forward
+    assert RecordEvent("a", None).event_type is TracerEventType.PythonUserDefined
+    assert RecordEvent("a").event_type is TracerEventType.PythonUserDefined
+
+
+def test_type_call_and_new_paths_work_like_the_fast_path():
+    a = type.__call__(RecordEvent, "slow", event_type=TracerEventType.Operator)
+    b = RecordEvent.__new__(RecordEvent, "new")
+    assert (a.name, a.event_type, b.name) == ("slow", TracerEventType.Operator, "new")
+
+
+def test_unicode_names_round_trip():
+    name = "événement ☃ 😀"
+
+    def body():
+        with RecordEvent(name):
+            pass
+
+    assert rows(recorded(body)) == [(name, 14, 0)]
+
+
+def test_introspection():
+    ev = RecordEvent("x", TracerEventType.UserDefined)
+    assert repr(ev) == "RecordEvent('x', event_type=UserDefined)"
+    ev.begin()
+    assert repr(ev).endswith("[open]") and ev.is_open
+    ev.end()
+    assert not ev.is_open
+    assert RecordEvent.__module__ == "profkit" and profkit.RecordEvent is RecordEvent
+    assert "begin()" in RecordEvent.__doc__ and "RuntimeError" in RecordEvent.__doc__
+    assert RecordEvent.__enter__.__name__ == "__enter__"
+    assert "bound method RecordEvent.__exit__" in repr(ev.__exit__)
+    # The special methods also work when called unbound.
+    assert RecordEvent.__enter__(ev) is ev
+    assert RecordEvent.__exit__(ev, None, None, None) is False
+    with pytest.raises(TypeError):
+        RecordEvent.__enter__(object())
+    with pytest.raises(TypeError):
+        ev.__enter__(1)
+    with pytest.raises(TypeError):
+        RecordEvent.__dict__["__enter__"].__get__(object(), object)
+
+
+def test_is_recording_follows_the_engine():
+    assert not _C.is_recording()
+    _C.set_state(RECORD)
+    assert _C.is_recording()
+    _C.set_state(CLOSED)
+    assert not _C.is_recording()
+
+
+def test_recycled_objects_start_fresh():
+    # Objects are recycled through a free list: a new one never inherits state.
+    kept = []
+    for k in range(100):
+        ev = RecordEvent(f"n{k}", k % 15)
+        if k % 3 == 0:
+            ev.begin()  # left open, then dropped or kept
+        if k % 7 == 0:
+            kept.append((k, ev))
+    for k, ev in kept:
+        assert ev.name == f"n{k}" and ev.event_type == k % 15 and ev.is_open == (k % 3 == 0)
+    fresh = RecordEvent("fresh")
+    assert not fresh.is_open and fresh.event_type is TracerEventType.PythonUserDefined
+    with pytest.raises(RuntimeError):
+        fresh.end()

@@ -1,0 +1,282 @@
+"""ProfilerResult and load_profiler_result: the same events as the run that
+wrote the file, NumPy and pandas views, notebooks, errors."""
+
+import sys
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import profkit
+from profkit import (
+    Profiler,
+    ProfilerResult,
+    RecordEvent,
+    SortedKeys,
+    SummaryView,
+    TracerEventType,
+    _C,
+    _records,
+    export_protobuf,
+    load_profiler_result,
+)
+from profkit.result import DEVICE_EVENT_DTYPE, EVENT_DTYPE
+
+
+@pytest.fixture
+def metadata():
+    _C.set_metadata("model", "mlp")
+    yield
+    _C.set_metadata("model", None)
+
+
+def record_run(on_trace_ready):
+    def worker():
+        _C.set_thread_name("loader")
+        for k in range(3):
+            with RecordEvent("fetch", TracerEventType.Dataloader):
+                with RecordEvent(f"decode{k}"):
+                    pass
+
+    with Profiler(on_trace_ready=on_trace_ready) as p:
+        for step in range(3):
+            t = threading.Thread(target=worker)
+            t.start()
+            with RecordEvent("forward", TracerEventType.Forward):
+                with RecordEvent("matmul", TracerEventType.Operator):
+                    pass
+            with RecordEvent("backward", TracerEventType.Backward):
+                pass
+            t.join()
+            p.step(num_samples=8)
+    return p.profiler_result
+
+
+@pytest.fixture
+def saved(tmp_path, metadata):
+    exporter = export_protobuf(str(tmp_path))
+    live = record_run(exporter)
+    return live, exporter.paths[0]
+
+
+def test_loaded_file_has_the_same_events_event_for_event(saved):
+    live, path = saved
+    loaded = load_profiler_result(path)
+    assert loaded.path == path and live.path is None
+    assert len(loaded) == len(live) == live.info["host_event_count"] > 0
+    for field in EVENT_DTYPE.names:
+        assert np.array_equal(loaded.events[field], live.events[field]), field
+    assert np.array_equal(loaded.host_events, live.host_events)
+    assert loaded.info == live.info
+    assert loaded.threads == live.threads
+    assert loaded.strings == live.strings
+    assert loaded.metadata == live.metadata == {"model": "mlp"}
+    assert [tuple(a) for a in loaded.event_args] == [tuple(a) for a in live.event_args]
+    assert loaded.steps == live.steps == [0, 1, 2, 3]
+
+
+def test_events_array(saved):
+    live, _ = saved
+    ev = live.events
+    assert ev.dtype == EVENT_DTYPE and not ev.flags.writeable
+    assert np.all(ev["duration_ns"] == ev["end_ns"] - ev["start_ns"])
+    names = set(ev["name"])
+    assert {"forward", "matmul", "backward", "fetch", "decode0", "ProfileStep#0"} <= names
+    # parents are the C ABI's, event for event
+    assert [live.raw.parent(i) for i in range(len(ev))] == [None if p < 0 else p for p in ev["parent"]]
+    matmul = ev[ev["name"] == "matmul"]
+    assert set(ev["name"][matmul["parent"]]) == {"forward"}
+    threads = live.threads
+    loader = [k for k, t in enumerate(threads) if t["name"] == "loader"]
+    assert set(ev["thread"][ev["name"] == "fetch"]) <= set(loader)
+    assert set(ev["tid"][ev["name"] == "forward"]) == {threads[ev["thread"][ev["name"] == "forward"][0]]["tid"]}
+    samples = [(ev["name"][a["event"]], a["value"]) for a in live.event_args if a["key"] == "num_samples"]
+    assert samples == [("ProfileStep#0", 8), ("ProfileStep#1", 8), ("ProfileStep#2", 8)]
+
+
+def test_counts_top_events_and_span(saved):
+    live, _ = saved
+    counts = live.event_counts()
+    assert counts["Dataloader"] == 9 and counts["Forward"] == 3 and counts["ProfileStep"] == 4
+    assert list(counts.values()) == sorted(counts.values(), reverse=True)
+    top = live.top_events(3)
+    assert len(top) == 3 and top[0][2] >= 1 and top[0][3] >= top[1][3] >= top[2][3]
+    assert live.duration_ns == live.info["end_ns"] - live.info["start_ns"] > 0
+    assert "host events" in repr(live)
+
+
+def test_device_events_and_raw_columns_have_engine_layouts():
+    result = ProfilerResult(_C.collect())
+    assert result.device_events.dtype == DEVICE_EVENT_DTYPE and len(result.device_events) == 0
+    raw = result.raw
+    for column, dtype in [
+        (raw.host_events, _records.HOST_EVENT),
+        (raw.event_args, _records.EVENT_ARG),
+        (raw.memory_events, _records.MEMORY_EVENT),
+        (raw.device_events, _records.DEVICE_EVENT),
+        (raw.kernel_details, _records.KERNEL_DETAIL),
+        (raw.memory_op_details, _records.MEMORY_OP_DETAIL),
+    ]:
+        assert column.itemsize == dtype.itemsize
+    assert len(result.memory_events) == 0 and result.events.dtype == EVENT_DTYPE and result.steps == []
+
+
+def test_to_pandas(saved):
+    pd = pytest.importorskip("pandas")
+    live, _ = saved
+    df = live.to_pandas()
+    assert isinstance(df, pd.DataFrame) and len(df) == len(live)
+    assert list(df.columns) == list(EVENT_DTYPE.names) + ["type_name"]
+    assert (df.loc[df["name"] == "matmul", "type_name"] == "Operator").all()
+    assert df.groupby("type_name", observed=True).size()["Dataloader"] == 9
+    assert live.events_df.equals(df)
+    assert len(live.to_pandas("device")) == 0
+    with pytest.raises(ValueError, match="kind"):
+        live.to_pandas("gpu")
+
+
+def test_to_pandas_without_pandas_is_a_clear_import_error(saved, monkeypatch):
+    live, _ = saved
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        live.to_pandas()
+
+
+def test_repr_html(saved, tmp_path):
+    live, path = saved
+    page = load_profiler_result(path)._repr_html_()
+    for text in ("profkit trace", "Events per type", "Dataloader", "Top events by total time", "metadata: model"):
+        assert text in page
+    assert live.info["hostname"] in page and path in page
+
+
+def test_repr_html_escapes_names():
+    _C.set_state(2)
+    with RecordEvent("<script>alert(1)</script>"):
+        pass
+    _C.set_state(0)
+    page = ProfilerResult(_C.collect())._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_export_chrome_tracing_and_save(saved, tmp_path):
+    import json
+
+    live, _ = saved
+    live.export_chrome_tracing(tmp_path / "x.trace.json", label_durations=True)
+    doc = json.loads((tmp_path / "x.trace.json").read_text())
+    assert any(e["name"].startswith("forward[") for e in doc["traceEvents"] if e.get("ph") == "X")
+    live.save(tmp_path / "copy.pktrace")
+    assert load_profiler_result(tmp_path / "copy.pktrace").info == live.info
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match="nowhere.pktrace"):
+        load_profiler_result("/nonexistent/nowhere.pktrace")
+
+
+def test_bad_files_raise_value_error_with_the_engine_message(saved, tmp_path):
+    _, path = saved
+    with open(path, "rb") as f:
+        data = f.read()
+    cases = {
+        "empty.pktrace": (b"", "empty"),
+        "truncated.pktrace": (data[: len(data) // 2], "truncated"),
+        "garbage.pktrace": (bytes(range(256)) * 8, "not a profkit trace"),
+        "json.pktrace": (b'{"traceEvents": []}', "looks like JSON"),
+        "header_only.pktrace": (data[:16], "truncated|corrupt|not a profkit"),
+    }
+    for name, (content, message) in cases.items():
+        bad = tmp_path / name
+        bad.write_bytes(content)
+        with pytest.raises(ValueError, match=message):
+            load_profiler_result(bad)
+
+
+def test_every_truncation_is_an_error_never_a_crash(saved, tmp_path):
+    _, path = saved
+    with open(path, "rb") as f:
+        data = f.read()
+    bad = tmp_path / "cut.pktrace"
+    for size in range(0, len(data), max(1, len(data) // 64)):
+        bad.write_bytes(data[:size])
+        with pytest.raises(ValueError):
+            load_profiler_result(bad)
+
+
+def test_directory_is_an_error(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        load_profiler_result(tmp_path)
+
+
+# ---- summary delegation (the tables live in profkit._summary) ----------------------
+
+
+@pytest.fixture
+def fake_summary(monkeypatch):
+    calls = []
+    module = types.ModuleType("profkit._summary")
+
+    def summary_text(result, **kwargs):
+        calls.append(("text", result, kwargs))
+        return "TABLES"
+
+    def summary_data(result, **kwargs):
+        calls.append(("data", result, kwargs))
+        return {"tables": []}
+
+    module.summary_text = summary_text
+    module.summary_data = summary_data
+    monkeypatch.setitem(sys.modules, "profkit._summary", module)
+    monkeypatch.setattr(profkit, "_summary", module, raising=False)
+    return calls
+
+
+def test_summary_delegates_with_integer_codes(saved, fake_summary, capsys):
+    live, _ = saved
+    assert live.summary(sorted_by=SortedKeys.GPUMax, views=SummaryView.KernelView, time_unit="us") == "TABLES"
+    assert live.summary_data(views=[SummaryView.OverView, SummaryView.UDFView], row_limit=5) == {"tables": []}
+    (kind1, r1, k1), (kind2, r2, k2) = fake_summary
+    assert (kind1, kind2) == ("text", "data") and r1 is live.raw and r2 is live.raw
+    assert k1 == dict(sorted_by=6, op_detail=True, thread_sep=False, time_unit="us", views=[4], row_limit=None)
+    assert k2 == dict(sorted_by=0, op_detail=True, thread_sep=False, time_unit="ms", views=[1, 8], row_limit=5)
+
+
+def test_profiler_summary_prints_the_latest_window(fake_summary, capsys):
+    with Profiler(on_trace_ready=lambda prof: None) as p:
+        p.step()
+    capsys.readouterr()
+    p.summary(sorted_by=SortedKeys.CPUAvg, op_detail=False, thread_sep=True)
+    assert capsys.readouterr().out == "TABLES\n"
+    (_, result, kwargs), = fake_summary
+    assert result is p.profiler_result.raw
+    assert kwargs["sorted_by"] == 1 and kwargs["op_detail"] is False and kwargs["thread_sep"] is True
+
+
+def test_summary_rejects_bad_arguments(saved, fake_summary):
+    live, _ = saved
+    with pytest.raises(ValueError, match="time_unit"):
+        live.summary(time_unit="minutes")
+    with pytest.raises(ValueError):
+        live.summary(sorted_by=42)
+    with pytest.raises(ValueError):
+        live.summary(views=[99])
+    assert fake_summary == []
+
+
+def test_corrupted_bytes_load_or_raise_value_error_never_crash(saved, tmp_path):
+    _, path = saved
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    rng = np.random.default_rng(7)
+    bad = tmp_path / "flipped.pktrace"
+    for position in rng.integers(0, len(data), size=64):
+        flipped = bytearray(data)
+        flipped[position] ^= 0xFF
+        bad.write_bytes(bytes(flipped))
+        try:
+            result = load_profiler_result(bad)
+        except ValueError:
+            continue
+        result.events  # whatever loads must also decode

@@ -1,0 +1,201 @@
+"""Benchmark mode (SPEC §7): step timing, reader cost, step_info and the Perf
+Summary, on a fake clock so every figure is exact."""
+
+import pytest
+
+import profkit
+from profkit import Profiler, _C, dataloader_range, make_scheduler, wrap_dataloader
+from profkit import timer as timer_module
+from profkit.timer import StepTimer
+
+MS = 1_000_000
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1_000 * MS
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, ns):
+        self.now += ns
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(timer_module, "clock_ns", fake)
+    return fake
+
+
+def run_steps(timer, clock, batches_ms, readers_ms=None, samples=None):
+    for k, batch in enumerate(batches_ms):
+        reader = readers_ms[k] if readers_ms else 0
+        clock.advance(reader * MS)
+        timer.add_reader_time(reader * MS)
+        clock.advance((batch - reader) * MS)
+        timer.step(samples[k] if samples else None)
+
+
+def test_step_info_format_and_averages_since_the_last_call(clock):
+    t = StepTimer()
+    t.start()
+    run_steps(t, clock, [10, 20, 30], readers_ms=[1, 2, 3], samples=[4, 4, 4])
+    # 12 samples in 60 ms = 200 samples/s; reader 2 ms, batch 20 ms on average.
+    assert t.step_info() == "reader_cost: 0.00200 s batch_cost: 0.02000 s ips: 200.000 samples/s"
+    run_steps(t, clock, [50], readers_ms=[10], samples=[10])
+    assert t.step_info(unit="images") == "reader_cost: 0.01000 s batch_cost: 0.05000 s ips: 200.000 images/s"
+    assert t.step_info() == "reader_cost: 0.00000 s batch_cost: 0.00000 s ips: 0.000 steps/s"
+
+
+def test_steps_without_num_samples_count_steps(clock):
+    t = StepTimer()
+    t.start()
+    run_steps(t, clock, [100, 400])
+    assert t.step_info("images") == "reader_cost: 0.00000 s batch_cost: 0.25000 s ips: 4.000 steps/s"
+
+
+def test_summary_is_exact_and_leaves_out_the_warm_up(clock):
+    t = StepTimer(warmup_steps=10)
+    t.start()
+    batches = [1000] * 10 + [10, 20, 30, 40, 100]  # increasing, then a jump: Paddle's elif misses the min
+    readers = [500] * 10 + [1, 2, 3, 4, 5]
+    run_steps(t, clock, batches, readers_ms=readers, samples=[8] * 15)
+    s = t.summary()
+    assert (s.steps, s.first_step, s.total_steps) == (5, 10, 15)
+    assert s.batch_cost.avg == pytest.approx(0.040)  # 200 ms / 5 steps, not / 4
+    assert (s.batch_cost.max, s.batch_cost.min) == (pytest.approx(0.1), pytest.approx(0.01))
+    assert s.reader_cost.avg == pytest.approx(0.003)
+    assert (s.reader_cost.max, s.reader_cost.min) == (pytest.approx(0.005), pytest.approx(0.001))
+    assert s.ips.avg == pytest.approx(40 / 0.2)  # total samples / total time
+    assert (s.ips.max, s.ips.min) == (pytest.approx(800.0), pytest.approx(80.0))
+    assert s.reader_ratio == pytest.approx(100 * 15 / 200)
+    assert s.ips_unit == "samples/s"
+
+
+def test_short_runs_are_summarized_whole(clock):
+    t = StepTimer(warmup_steps=10)
+    t.start()
+    run_steps(t, clock, [10, 30])
+    s = t.summary()
+    assert (s.steps, s.first_step) == (2, 0)
+    assert s.batch_cost.avg == pytest.approx(0.02)
+    assert s.ips_unit == "steps/s" and s.ips.avg == pytest.approx(50.0)
+
+
+def test_no_steps_no_summary(clock):
+    t = StepTimer()
+    t.start()
+    assert t.summary() is None
+
+
+def test_perf_summary_layout(clock):
+    t = StepTimer(warmup_steps=0)
+    t.start()
+    run_steps(t, clock, [10, 30], readers_ms=[2, 2], samples=[4, 4])
+    t.step_info("images")
+    lines = t.summary().format().splitlines()
+    assert lines[0] == "Perf Summary".center(100, "=")
+    assert lines[1] == "Steps: 2 (all)"
+    assert lines[2] == "Reader Ratio: 10.000%"
+    assert lines[3] == "Time Unit: s, IPS Unit: images/s"
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[4:]]
+    assert cells == [
+        ["", "avg", "max", "min"],
+        ["reader_cost", "0.00200", "0.00200", "0.00200"],
+        ["batch_cost", "0.02000", "0.03000", "0.01000"],
+        ["ips", "200.00000", "400.00000", "133.33333"],
+    ]
+
+
+def test_invalid_warmup():
+    with pytest.raises(ValueError):
+        StepTimer(warmup_steps=-1)
+
+
+# ---- through the Profiler -------------------------------------------------------------
+
+
+def test_timer_only_times_steps_prints_the_summary_and_records_nothing(clock, capsys):
+    before = _C.counters()["recorded_events"]
+    with Profiler(timer_only=True) as p:
+        for _ in range(3):
+            with dataloader_range():
+                clock.advance(1 * MS)
+            clock.advance(9 * MS)
+            p.step(num_samples=5)
+        info = p.step_info("images")
+    assert info == "reader_cost: 0.00100 s batch_cost: 0.01000 s ips: 500.000 images/s"
+    out = capsys.readouterr().out
+    assert "Perf Summary" in out and "Reader Ratio: 10.000%" in out and "IPS Unit: images/s" in out
+    assert p.perf_summary.steps == 3
+    assert _C.counters()["recorded_events"] == before
+    assert _C.get_state() == 0
+
+
+def test_benchmark_is_on_while_profiling_and_callbacks_are_not_step_time(clock, capsys):
+    def slow_callback(prof):
+        clock.advance(1000 * MS)  # exporting a trace is not the model's time
+
+    with Profiler(scheduler=make_scheduler(closed=0, ready=0, record=1), on_trace_ready=slow_callback) as p:
+        for _ in range(4):
+            clock.advance(10 * MS)
+            p.step(num_samples=2)
+    assert p.step_info() == "reader_cost: 0.00000 s batch_cost: 0.01000 s ips: 200.000 samples/s"
+    assert "Perf Summary" in capsys.readouterr().out
+
+
+def test_reader_cost_from_wrap_dataloader(clock):
+    class Loader:
+        batch_size = 3
+
+        def __init__(self):
+            self.items = [1, 2, 3]
+
+        def __iter__(self):
+            for item in self.items:
+                clock.advance(4 * MS)  # fetching a batch
+                yield item
+
+        def __len__(self):
+            return len(self.items)
+
+    loader = wrap_dataloader(Loader())
+    assert len(loader) == 3 and loader.batch_size == 3
+    seen = []
+    with Profiler(timer_only=True) as p:
+        for batch in loader:
+            seen.append(batch)
+            clock.advance(6 * MS)
+            p.step()
+        info = p.step_info()
+    assert seen == [1, 2, 3]
+    assert info == "reader_cost: 0.00400 s batch_cost: 0.01000 s ips: 100.000 steps/s"
+
+
+def test_dataloader_ranges_are_recorded_as_dataloader_events():
+    windows = []
+    with Profiler(on_trace_ready=lambda prof: windows.append(prof.profiler_result)) as p:
+        for _ in wrap_dataloader(range(3), name="fetch"):
+            p.step()
+        with dataloader_range():
+            pass
+    ev = windows[0].events
+    loads = ev[ev["type"] == int(profkit.TracerEventType.Dataloader)]
+    # three batches, the fetch that ends the iteration, and the manual range
+    assert list(loads["name"]) == ["fetch"] * 4 + ["Dataloader"]
+    assert all(ev["name"][loads["parent"]][k].startswith("ProfileStep#") for k in range(5))
+
+
+def test_reader_time_goes_to_running_timers_only(clock):
+    t = StepTimer()
+    t.start()
+    with dataloader_range():
+        clock.advance(5 * MS)
+    t.step()
+    t.stop()
+    with dataloader_range():  # t is stopped: not its reader time
+        clock.advance(7 * MS)
+    assert t.summary().reader_cost.avg == pytest.approx(0.005)
+    assert t._reader_pending == 0
