@@ -14,7 +14,8 @@ bool available(const char** reason) noexcept {
   try {
     std::string why;
     ok = cupti::CuptiTracer::instance().available(&why);
-    text = std::move(why);
+    // The same answer keeps the same pointer, so earlier callers' text stays.
+    if (why != text) text = std::move(why);
   } catch (...) {
     text = "GPU tracing could not be probed (out of memory)";
     ok = false;

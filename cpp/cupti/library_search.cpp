@@ -91,6 +91,20 @@ std::vector<LibraryCandidate> cupti_candidates(const SearchEnvironment& env, int
   return out;
 }
 
+std::string cupti_not_found_message(const std::vector<LibraryCandidate>& candidates, int cuda_major,
+                                    const std::string& first_failure) {
+  std::string origins;
+  for (const LibraryCandidate& c : candidates) {
+    if (origins.find(c.origin) == std::string::npos) origins += (origins.empty() ? "" : ", ") + c.origin;
+  }
+  const std::string major = std::to_string(cuda_major);
+  std::string message = "no libcupti found (libcupti.so." + major + "; searched " + origins +
+                        "): install the CUPTI of CUDA " + major +
+                        " (pip install nvidia-cuda-cupti, or the CUDA toolkit) or set PROFKIT_CUPTI_PATH";
+  if (!first_failure.empty()) message += " (a candidate failed to load: " + first_failure + ")";
+  return message;
+}
+
 std::string library_path(void* handle) {
   if (handle == nullptr) return std::string();
   link_map* map = nullptr;
@@ -138,16 +152,7 @@ OpenedLibrary open_cupti(const SearchEnvironment& env, int cuda_major, std::stri
       first_failure = why;
     }
   }
-  if (error != nullptr) {
-    std::string origins;
-    for (const LibraryCandidate& c : candidates) {
-      if (origins.find(c.origin) == std::string::npos) origins += (origins.empty() ? "" : ", ") + c.origin;
-    }
-    *error = "no libcupti found (libcupti.so." + std::to_string(cuda_major) + "; searched " + origins +
-             "): install the CUPTI of CUDA " + std::to_string(cuda_major) +
-             " (pip install nvidia-cuda-cupti, or the CUDA toolkit) or set PROFKIT_CUPTI_PATH";
-    if (!first_failure.empty()) *error += " (a candidate failed to load: " + first_failure + ")";
-  }
+  if (error != nullptr) *error = cupti_not_found_message(candidates, cuda_major, first_failure);
   return lib;
 }
 

@@ -37,6 +37,12 @@ struct LibraryCandidate {
 // Every place to try, in order, without duplicates, for CUPTI of `cuda_major`.
 std::vector<LibraryCandidate> cupti_candidates(const SearchEnvironment& env, int cuda_major);
 
+// What to tell the user when no candidate loaded: the places searched and
+// what to install or set. `first_failure` is a loader error worth quoting (a
+// file that exists but does not load), or "".
+std::string cupti_not_found_message(const std::vector<LibraryCandidate>& candidates, int cuda_major,
+                                    const std::string& first_failure);
+
 struct OpenedLibrary {
   void* handle = nullptr;
   std::string path;    // the file actually loaded
