@@ -34,7 +34,6 @@ DEVICE_EVENT = np.dtype(
         ("type", "u1"),
         ("flags", "u1"),
         ("detail", "<u4"),
-        ("_pad", "<u4"),
     ]
 )
 KERNEL_DETAIL = np.dtype(
