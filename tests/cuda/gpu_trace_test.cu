@@ -23,23 +23,23 @@ namespace {
 
 int g_failures = 0;
 
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      ++g_failures;                                           \
+#define CHECK(cond, ...)                                                   \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      ++g_failures;                                                        \
       std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                      \
-      std::fprintf(stderr, "\n");                             \
-    }                                                         \
+      std::fprintf(stderr, __VA_ARGS__);                                   \
+      std::fprintf(stderr, "\n");                                          \
+    }                                                                      \
   } while (0)
 
-#define CUDA_OK(call)                                                                   \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "FAIL %s: %s\n", #call, cudaGetErrorString(e_));             \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define CUDA_OK(call)                                                       \
+  do {                                                                      \
+    cudaError_t e_ = (call);                                                \
+    if (e_ != cudaSuccess) {                                                \
+      std::fprintf(stderr, "FAIL %s: %s\n", #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                         \
+    }                                                                       \
   } while (0)
 
 // Busy for about `cycles` SM clocks, so kernels have a duration worth timing.
@@ -231,7 +231,8 @@ int main(int argc, char** argv) {
       CHECK(copy->detail < m && ops[copy->detail].bytes == bytes && ops[copy->detail].copy_kind == 1, "memcpy detail");
       CHECK(set->detail < m && ops[set->detail].bytes == bytes && ops[set->detail].value == 0x5a, "memset detail");
     }
-    CHECK(t.info.unattached_device_records == 0, "%llu unattached", (unsigned long long)t.info.unattached_device_records);
+    CHECK(t.info.unattached_device_records == 0, "%llu unattached",
+          (unsigned long long)t.info.unattached_device_records);
     CHECK(t.info.dropped_device_records == 0, "%llu dropped", (unsigned long long)t.info.dropped_device_records);
     CHECK(pk_result_device_count(t.r) >= 1, "no device facts");
     pk_device_info d{};
