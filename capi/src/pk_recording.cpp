@@ -1,6 +1,7 @@
 // Recording entry points of the C ABI: names, the hot path, state and steps,
 // configuration. The hot-path functions are thin wrappers over the inline
 // ThreadBuffer methods; everything else goes through guarded().
+#include <cstring>
 #include <string>
 
 #include "capi_guard.h"
@@ -133,7 +134,18 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
 }
 
 PK_API pk_status pk_set_state(pk_state state) noexcept {
-  return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(state); });
+  // C callers may pass any int: read it as one, because loading an enum with a
+  // value outside its range is undefined behaviour in C++ (UBSan flags it).
+  int32_t raw = 0;
+  std::memcpy(&raw, &state, sizeof raw);
+  return guarded("pk_set_state", [&] {
+    if (raw < PK_STATE_CLOSED || raw > PK_STATE_RECORD_AND_RETURN) {
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, "pk_set_state: " + std::to_string(raw) +
+                                                        " is not a pk_state (use PK_STATE_CLOSED, READY, RECORD or "
+                                                        "RECORD_AND_RETURN)");
+    }
+    profkit::Recorder::instance().set_state(static_cast<pk_state>(raw));
+  });
 }
 
 PK_API pk_state pk_get_state(void) noexcept { return profkit::Recorder::instance().state(); }
