@@ -195,10 +195,23 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
     if (result_name[local] == UINT32_MAX) result_name[local] = builder.add_string(names_[local]);
     return result_name[local];
   };
-  for (const auto& kept : kept_calls) {
-    const ApiCall& c = calls_[kept.second];
+  // Whether a runtime call shares this correlation id (kept_calls is sorted,
+  // so it is a neighbour).
+  auto runtime_call_shares = [&](size_t position) {
+    const uint32_t correlation = kept_calls[position].first;
+    for (size_t i = position; i-- > 0 && kept_calls[i].first == correlation;) {
+      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    for (size_t i = position + 1; i < kept_calls.size() && kept_calls[i].first == correlation; ++i) {
+      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    return false;
+  };
+  for (size_t position = 0; position < kept_calls.size(); ++position) {
+    const ApiCall& c = calls_[kept_calls[position].second];
     if ((c.flags & kApiCallDriver) != 0 &&
-        !std::binary_search(used_correlations.begin(), used_correlations.end(), c.correlation_id)) {
+        (!std::binary_search(used_correlations.begin(), used_correlations.end(), c.correlation_id) ||
+         runtime_call_shares(position))) {
       ++stats.driver_calls_without_work;
       continue;
     }

@@ -17,8 +17,8 @@
 //     window was open; it is flagged PK_DEVICE_EVENT_NO_TIMING and placed at
 //     the end of its launch call (or at the span start);
 //   - a driver call (cuLaunchKernel from Triton-like code) is kept only when
-//     GPU work is attached to it, so launches made through the runtime are
-//     not doubled;
+//     GPU work is attached to it and no runtime call has its correlation id,
+//     so launches made through the runtime are not doubled;
 //   - while recording continues, what starts after the span waits for the
 //     next collect; everything else is discarded (outside every window).
 // Past the record cap, records are dropped and counted in the Result's
@@ -81,7 +81,7 @@ struct ContributeStats {
   uint64_t device_events = 0;              // kernels, memcpys, memsets added
   uint64_t outside_window = 0;             // discarded: outside every recording window
   uint64_t untimed_api_calls = 0;          // discarded: API calls without timestamps
-  uint64_t driver_calls_without_work = 0;  // discarded: driver calls no GPU record refers to
+  uint64_t driver_calls_without_work = 0;  // discarded: driver calls inside a traced runtime call
   uint64_t pending = 0;                    // kept for the next collect
   uint64_t dropped = 0;                    // lost to the record cap (added to the Result)
 };

@@ -367,6 +367,22 @@ TEST(ActivityStore, DriverLaunchesAreKeptOnlyWithGpuWorkAttached) {
   }
 }
 
+TEST(ActivityStore, ADriverCallSharingItsRuntimeCallsCorrelationIsNotDoubled) {
+  ActivityStore s(fake_api_name);
+  s.add_api_call(call(s, 300, 340, 9, 211));
+  s.add_api_call(call(s, 310, 330, 9, 307, true));  // same correlation id
+  pk_device_event k = gpu(600, 700, 9);
+  k.name = s.kernel_name("_Z1kv");
+  s.add_kernel(k, launch(1, 32, 8));
+  Fixture f;
+  const auto stats = s.contribute(*f.builder, span(100, 1000), {});
+  EXPECT_EQ(stats.api_calls, 1u);
+  EXPECT_EQ(stats.driver_calls_without_work, 1u);
+  auto r = f.builder->finish();
+  ASSERT_EQ(r->device_events.size(), 1u);
+  EXPECT_EQ(name_of(*r, r->host_events[r->device_events[0].launch_event].name), "cudaRuntime#211");
+}
+
 TEST(ActivityStore, TheRecordCapDropsAndCountsIntoTheResult) {
   ActivityStore s(fake_api_name, 3);
   EXPECT_TRUE(s.add_api_call(call(s, 300, 310, 1)));
