@@ -133,6 +133,7 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
 }
 
 PK_API pk_status pk_set_state(pk_state state) noexcept {
+  // The Recorder validates the raw int (any value a C caller passes).
   return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(state); });
 }
 

@@ -131,7 +131,11 @@ class ChromeTraceWriter {
     for (const ThreadRecord& t : r.threads) {
       if (t.event_count > 0) base_ns_ = std::min(base_ns_, r.host_events[t.first_event].start_ns);
     }
-    for (const pk_device_event& d : r.device_events) base_ns_ = std::min(base_ns_, d.start_ns);
+    for (const pk_device_event& d : r.device_events) {
+      // GPU work without timestamps (CUPTI ran short of device memory) says
+      // nothing about when the trace starts; a 0 here would shift everything.
+      if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) == 0) base_ns_ = std::min(base_ns_, d.start_ns);
+    }
     pid_ = r.info.pid;
     for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
       complete_prefix_[t] = "\"ph\":\"X\",\"cat\":\"" + std::string(event_type_name(t)) + "\",\"name\":\"";
@@ -289,8 +293,10 @@ class ChromeTraceWriter {
     put_name(name);
     if (options_.label_durations && ph == "X") put_duration_label(end_ns - start_ns);
     put("\",\"ts\":");
-    put_us(start_ns - base_ns_);
+    put_us(relative(start_ns));
   }
+  // Time since the trace's base; never wraps for a time before it.
+  uint64_t relative(uint64_t ns) const { return ns > base_ns_ ? ns - base_ns_ : 0; }
 
   void write_host_events() {
     const pk_event_arg* arg = r_.event_args.begin();
@@ -384,6 +390,7 @@ class ChromeTraceWriter {
       put_uint(d.context);
       put(",\"correlation id\":");
       put_uint(d.correlation_id);
+      if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0) put(",\"no timing\":true");
       if (d.type == PK_EVENT_KERNEL && d.detail < r_.kernel_details.size()) {
         write_kernel_args(r_.kernel_details[d.detail]);
       } else if (d.type != PK_EVENT_KERNEL && d.detail < r_.memory_op_details.size()) {
@@ -429,15 +436,17 @@ class ChromeTraceWriter {
     if (d.type == PK_EVENT_MEMCPY) {
       put(",\"kind\":\"");
       put(copy_kind_name(m.copy_kind));
-      put_char('"');
+      put("\",\"src kind\":\"");
+      put(memory_kind_name(m.src_kind));
+      put("\",\"dst kind\":\"");
+      put(memory_kind_name(m.dst_kind));
     } else {
+      // A memset writes one kind of memory; its value is the byte pattern.
       put(",\"value\":");
       put_uint(m.value);
+      put(",\"memory kind\":\"");
+      put(memory_kind_name(m.dst_kind));
     }
-    put(",\"src kind\":\"");
-    put(memory_kind_name(m.src_kind));
-    put("\",\"dst kind\":\"");
-    put(memory_kind_name(m.dst_kind));
     put("\",\"bandwidth GB/s\":");
     const uint64_t ns = d.end_ns - d.start_ns;
     put_double(ns == 0 ? 0.0 : static_cast<double>(m.bytes) / static_cast<double>(ns));
@@ -463,7 +472,7 @@ class ChromeTraceWriter {
       put("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
       put_uint(i + 1);
       put(",\"ts\":");
-      put_us(d.start_ns - base_ns_);
+      put_us(relative(d.start_ns));
       put(",\"pid\":");
       put_uint(device_pid(d.device));
       put(",\"tid\":");

@@ -56,6 +56,8 @@ class ResultBuilder {
   // GPU activity; launch_event is filled in by finish(). The detail, if any,
   // must already be in the matching detail table.
   void add_device_event(const pk_device_event& event) { device_events_.push_back(event); }
+  // Room for `n` more device events, so the Result's column holds no slack.
+  void reserve_device_events(size_t n) { device_events_.reserve(device_events_.size() + n); }
   uint32_t add_kernel_detail(const pk_kernel_detail& d);
   uint32_t add_memory_op_detail(const pk_memory_op_detail& d);
   void add_device(DeviceInfo device) { devices_.push_back(std::move(device)); }

@@ -60,5 +60,6 @@ py::str decode(const char* text);
 void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
 void bind_record_event(py::module_& m);                        // record_event.cpp: RecordEvent (raw CPython type)
+void bind_gpu(py::module_& m);                                 // gpu.cpp: GPU tracing control
 
 }  // namespace profkit_py

@@ -65,17 +65,6 @@ void bind_engine(py::module_& m) {
         check(pk_set_metadata(key.c_str(), value ? value->c_str() : nullptr));
       },
       py::arg("key"), py::arg("value"));
-  m.def(
-      "gpu_available",
-      [] {
-        const char* reason = nullptr;
-        const bool available = pk_gpu_available(&reason) != 0;
-        return py::make_tuple(available, reason == nullptr ? py::str("") : decode(reason));
-      },
-      "(available, reason): whether GPU tracing can work in this process, and why not (or what was found)");
-  m.def(
-      "set_gpu_tracing", [](bool enabled) { check(pk_set_gpu_tracing(enabled ? 1 : 0)); }, py::arg("enabled"),
-      "Turns GPU tracing on or off for the next recording windows (RuntimeError with the reason if unavailable)");
   m.def("counters", [] {
     pk_counters c{};
     c.struct_size = sizeof c;

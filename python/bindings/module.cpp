@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   profkit_py::bind_engine(m);
   profkit_py::bind_result(m, result);
   profkit_py::bind_record_event(m);
+  profkit_py::bind_gpu(m);
 }

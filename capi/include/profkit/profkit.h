@@ -280,13 +280,19 @@ PK_API uint64_t pk_current_step(void) PK_NOEXCEPT;
 /* Whether GPU tracing (CUPTI) can work in this process: 1 if it can, 0 if not.
  * When `reason` is not NULL it receives a sentence saying why not (or what was
  * found), e.g. "no CUDA driver (libcuda.so.1 not found)"; static storage,
- * valid until the next call. Probes once and caches the answer. Thread-safe. */
+ * valid until the next call. Probes once and caches the answer; the probe
+ * loads libraries but does not initialize the CUDA driver. A problem found
+ * later, when tracing was turned on (another CUPTI subscriber, missing
+ * profiling privileges), replaces the answer. Thread-safe. */
 PK_API int32_t pk_gpu_available(const char** reason) PK_NOEXCEPT;
 
 /* Turns GPU tracing on or off for the recording windows that follow (off by
- * default). Turning it on where it cannot work is PK_ERR_UNSUPPORTED with the
- * reason in pk_last_error(); CPU recording is unaffected either way.
- * Thread-safe; serialized with pk_set_state. */
+ * default). Turning it on initializes the CUDA driver and attaches to CUPTI;
+ * where that cannot work it is PK_ERR_UNSUPPORTED with the reason in
+ * pk_last_error(); CPU recording is unaffected either way. Kernels still
+ * running when recording stops are only caught if the caller synchronizes the
+ * device first (cudaDeviceSynchronize / torch.cuda.synchronize). Thread-safe;
+ * serialized with pk_set_state. */
 PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 
 /* ------------------------------------------------------------------------- */

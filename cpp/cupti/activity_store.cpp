@@ -1,0 +1,270 @@
+#include "cupti/activity_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "cupti/demangle.h"
+#include "trace/result_builder.h"
+
+namespace profkit::cupti {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // boost::hash_combine's recipe, widened to 64 bits.
+  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
+
+bool starts_in(const CollectSpan& span, uint64_t t) {
+  if (t < span.start_ns || t > span.end_ns) return false;
+  for (const RecordingWindow& w : span.windows) {
+    if (t >= w.start_ns && t <= w.end_ns) return true;
+  }
+  return false;
+}
+
+constexpr uint8_t kInternalDeviceFlags = kDeviceEventArrivedInWindow;
+
+}  // namespace
+
+bool ActivityStore::KernelKey::operator==(const KernelKey& o) const noexcept {
+  const LaunchShape& a = shape;
+  const LaunchShape& b = o.shape;
+  return device == o.device && std::equal(a.grid, a.grid + 3, b.grid) && std::equal(a.block, a.block + 3, b.block) &&
+         a.registers_per_thread == b.registers_per_thread && a.static_shared_memory == b.static_shared_memory &&
+         a.dynamic_shared_memory == b.dynamic_shared_memory && a.shared_memory_executed == b.shared_memory_executed &&
+         a.shared_memory_optin == b.shared_memory_optin;
+}
+
+size_t ActivityStore::KernelKeyHash::operator()(const KernelKey& k) const noexcept {
+  const LaunchShape& s = k.shape;
+  uint64_t h = k.device;
+  for (int i = 0; i < 3; ++i) h = mix(h, (static_cast<uint64_t>(s.grid[i]) << 32) | s.block[i]);
+  h = mix(h, (static_cast<uint64_t>(s.registers_per_thread) << 32) | s.static_shared_memory);
+  h = mix(h, (static_cast<uint64_t>(s.dynamic_shared_memory) << 32) | s.shared_memory_executed);
+  return static_cast<size_t>(mix(h, s.shared_memory_optin ? 1 : 0));
+}
+
+size_t ActivityStore::MemoryOpHash::operator()(const pk_memory_op_detail& d) const noexcept {
+  uint64_t h = mix(d.bytes, d.value);
+  h = mix(h, (static_cast<uint64_t>(d.copy_kind) << 16) | (static_cast<uint64_t>(d.src_kind) << 8) | d.dst_kind);
+  return static_cast<size_t>(h);
+}
+
+bool ActivityStore::MemoryOpEqual::operator()(const pk_memory_op_detail& a,
+                                              const pk_memory_op_detail& b) const noexcept {
+  return a.bytes == b.bytes && a.value == b.value && a.copy_kind == b.copy_kind && a.src_kind == b.src_kind &&
+         a.dst_kind == b.dst_kind;
+}
+
+ActivityStore::ActivityStore(ApiNameFn api_name_fn, uint64_t max_records)
+    : api_name_fn_(api_name_fn), max_records_(max_records) {}
+
+uint32_t ActivityStore::intern_name(std::string_view text) {
+  auto it = name_ids_.find(text);
+  if (it != name_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(names_.size());
+  names_.emplace_back(text);
+  name_ids_.emplace(names_.back(), id);
+  return id;
+}
+
+uint32_t ActivityStore::kernel_name(const char* mangled) {
+  if (mangled == nullptr) return intern_name("<unnamed kernel>");
+  auto it = kernel_names_.find(mangled);
+  if (it != kernel_names_.end() && it->second.mangled == mangled) return it->second.id;
+  const uint32_t id = intern_name(demangle(mangled));
+  kernel_names_[mangled] = PointerName{id, mangled};
+  return id;
+}
+
+uint32_t ActivityStore::api_name(bool driver, uint32_t cbid) {
+  const uint64_t key = (static_cast<uint64_t>(driver) << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  const uint32_t id = intern_name(api_name_fn_(driver, cbid));
+  api_names_.emplace(key, id);
+  return id;
+}
+
+bool ActivityStore::has_room() noexcept {
+  if (calls_.size() + events_.size() < max_records_) return true;
+  ++dropped_;
+  return false;
+}
+
+bool ActivityStore::add_api_call(const ApiCall& call) {
+  if (!has_room()) return false;
+  calls_.push_back(call);
+  return true;
+}
+
+bool ActivityStore::add_kernel(const pk_device_event& event, const LaunchShape& shape) {
+  if (!has_room()) return false;
+  KernelKey key{event.device, shape};
+  auto [it, inserted] = kernel_ids_.emplace(key, static_cast<uint32_t>(kernels_.size()));
+  if (inserted) kernels_.push_back(key);
+  pk_device_event e = event;
+  e.type = PK_EVENT_KERNEL;
+  e.detail = it->second;
+  events_.push_back(e);
+  return true;
+}
+
+bool ActivityStore::add_memory_op(const pk_device_event& event, const pk_memory_op_detail& detail) {
+  if (!has_room()) return false;
+  auto [it, inserted] = memory_op_ids_.emplace(detail, static_cast<uint32_t>(memory_ops_.size()));
+  if (inserted) memory_ops_.push_back(detail);
+  pk_device_event e = event;
+  e.detail = it->second;
+  events_.push_back(e);
+  return true;
+}
+
+size_t ActivityStore::memory_bytes() const noexcept {
+  size_t bytes = calls_.capacity() * sizeof(ApiCall) + events_.capacity() * sizeof(pk_device_event) +
+                 kernels_.capacity() * sizeof(KernelKey) + memory_ops_.capacity() * sizeof(pk_memory_op_detail);
+  for (const std::string& n : names_) bytes += n.capacity() + sizeof(std::string);
+  return bytes;
+}
+
+void ActivityStore::clear() {
+  ActivityStore fresh(api_name_fn_, max_records_);
+  *this = std::move(fresh);
+}
+
+ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectSpan& span, const GpuDevices& devices) {
+  ContributeStats stats;
+  ActivityStore next(api_name_fn_, max_records_);
+  auto carry_name = [&](uint32_t local) { return next.intern_name(names_[local]); };
+
+  // 1. API calls that start inside a window, by correlation id.
+  std::vector<std::pair<uint32_t, uint32_t>> kept_calls;  // (correlation id, index in calls_)
+  kept_calls.reserve(calls_.size());
+  for (uint32_t i = 0; i < calls_.size(); ++i) {
+    const ApiCall& c = calls_[i];
+    if (c.start_ns == 0 && c.end_ns == 0) {
+      ++stats.untimed_api_calls;
+    } else if (starts_in(span, c.start_ns)) {
+      kept_calls.emplace_back(c.correlation_id, i);
+    } else if (span.recording_continues && c.start_ns > span.end_ns) {
+      ApiCall carried = c;
+      carried.name = carry_name(c.name);
+      next.add_api_call(carried);
+      ++stats.pending;
+    } else {
+      ++stats.outside_window;
+    }
+  }
+  std::sort(kept_calls.begin(), kept_calls.end());
+  auto launch_of = [&](uint32_t correlation) -> const ApiCall* {
+    auto it = std::lower_bound(kept_calls.begin(), kept_calls.end(), std::make_pair(correlation, 0u));
+    return it != kept_calls.end() && it->first == correlation ? &calls_[it->second] : nullptr;
+  };
+
+  // 2. GPU records: launched inside a window, or running inside one.
+  std::vector<uint8_t> keep_event(events_.size(), 0);
+  std::vector<uint32_t> used_correlations;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const pk_device_event& d = events_[i];
+    const bool launched_in_window = launch_of(d.correlation_id) != nullptr;
+    const bool no_timing = (d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0;
+    const bool ran_in_window = no_timing ? (d.flags & kDeviceEventArrivedInWindow) != 0 : starts_in(span, d.start_ns);
+    if (launched_in_window || ran_in_window) {
+      keep_event[i] = 1;
+      if (launched_in_window) used_correlations.push_back(d.correlation_id);
+    } else if (span.recording_continues && !no_timing && d.start_ns > span.end_ns) {
+      pk_device_event carried = d;
+      carried.name = carry_name(d.name);
+      if (d.type == PK_EVENT_KERNEL) {
+        next.add_kernel(carried, kernels_[d.detail].shape);
+      } else {
+        next.add_memory_op(carried, memory_ops_[d.detail]);
+      }
+      ++stats.pending;
+    } else {
+      ++stats.outside_window;
+    }
+  }
+  std::sort(used_correlations.begin(), used_correlations.end());
+
+  // 3. Into the builder, with names, details and devices in Result ids.
+  std::vector<uint32_t> result_name(names_.size(), UINT32_MAX);
+  auto name_in_result = [&](uint32_t local) {
+    if (result_name[local] == UINT32_MAX) result_name[local] = builder.add_string(names_[local]);
+    return result_name[local];
+  };
+  // Whether a runtime call shares this correlation id (kept_calls is sorted,
+  // so it is a neighbour).
+  auto runtime_call_shares = [&](size_t position) {
+    const uint32_t correlation = kept_calls[position].first;
+    for (size_t i = position; i-- > 0 && kept_calls[i].first == correlation;) {
+      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    for (size_t i = position + 1; i < kept_calls.size() && kept_calls[i].first == correlation; ++i) {
+      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    return false;
+  };
+  for (size_t position = 0; position < kept_calls.size(); ++position) {
+    const ApiCall& c = calls_[kept_calls[position].second];
+    if ((c.flags & kApiCallDriver) != 0 &&
+        (!std::binary_search(used_correlations.begin(), used_correlations.end(), c.correlation_id) ||
+         runtime_call_shares(position))) {
+      ++stats.driver_calls_without_work;
+      continue;
+    }
+    const pk_host_event e{c.start_ns,
+                          std::max(c.start_ns, c.end_ns),
+                          name_in_result(c.name),
+                          static_cast<uint8_t>(PK_EVENT_CUDA_RUNTIME),
+                          0,
+                          0};
+    builder.add_runtime_call(builder.thread(c.tid), e, c.correlation_id);
+    ++stats.api_calls;
+  }
+
+  std::vector<uint32_t> kernel_detail(kernels_.size(), UINT32_MAX);
+  std::vector<uint32_t> memory_op_detail(memory_ops_.size(), UINT32_MAX);
+  const DeviceLimits unknown_device;
+  size_t kept_events = 0;
+  for (uint8_t k : keep_event) kept_events += k;
+  builder.reserve_device_events(kept_events);
+  for (size_t i = 0; i < events_.size(); ++i) {
+    if (keep_event[i] == 0) continue;
+    pk_device_event e = events_[i];
+    e.name = name_in_result(e.name);
+    e.flags = static_cast<uint8_t>(e.flags & ~kInternalDeviceFlags);
+    e.launch_event = PK_NO_EVENT;  // the builder attaches by correlation id
+    if (e.type == PK_EVENT_KERNEL) {
+      uint32_t& detail = kernel_detail[e.detail];
+      if (detail == UINT32_MAX) {
+        const KernelKey& key = kernels_[e.detail];
+        const GpuDevice* device = find_device(devices, key.device);
+        detail = builder.add_kernel_detail(make_kernel_detail(device ? device->limits : unknown_device, key.shape));
+      }
+      e.detail = detail;
+    } else {
+      uint32_t& detail = memory_op_detail[e.detail];
+      if (detail == UINT32_MAX) detail = builder.add_memory_op_detail(memory_ops_[e.detail]);
+      e.detail = detail;
+    }
+    if ((e.flags & PK_DEVICE_EVENT_NO_TIMING) != 0) {
+      // No time of its own: place it where it was launched.
+      const ApiCall* launch = launch_of(e.correlation_id);
+      e.start_ns = e.end_ns = launch != nullptr ? std::max(launch->start_ns, launch->end_ns) : span.start_ns;
+    }
+    builder.add_device_event(e);
+    ++stats.device_events;
+  }
+
+  for (const GpuDevice& d : devices) builder.add_device(d.info);
+  stats.dropped = dropped_;
+  builder.info().dropped_device_records += dropped_;
+
+  *this = std::move(next);
+  return stats;
+}
+
+}  // namespace profkit::cupti
