@@ -287,12 +287,14 @@ std::unique_ptr<Result> Recorder::collect() {
     }
     return finished;
   });
-  // Result string ids are the interned ids: copy the whole name table. After
-  // the drain, so it holds every name the drained records use.
+  // Records carry interned ids; the builder starts from the whole name table
+  // (after the drain, so it holds every name the drained records use) and
+  // keeps only the names this result refers to.
   const NameTable& names = NameTable::instance();
   const uint32_t name_count = names.size();
   for (uint32_t id = 0; id < name_count; ++id) {
-    builder.add_string(std::string_view(names.lookup(id), names.length(id)));
+    // Interned text lives as long as the process: borrow it, don't copy.
+    builder.strings().add_borrowed(names.lookup(id), names.length(id));
   }
   if (!keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
   if (source_ != nullptr) source_->contribute(builder);

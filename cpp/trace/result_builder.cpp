@@ -69,6 +69,29 @@ void ResultBuilder::sanitize(std::vector<pk_host_event>& events) const {
   }
 }
 
+void ResultBuilder::compact_strings(std::vector<pk_host_event>& events, std::vector<pk_event_arg>& args) {
+  // A collected result starts from the whole process name table; keep only
+  // what this result refers to ("" always stays at index 0).
+  std::vector<bool> used(strings_.size(), false);
+  if (!used.empty()) used[0] = true;
+  for (const pk_host_event& e : events) used[e.name] = true;
+  for (const pk_event_arg& a : args) {
+    used[a.key] = true;
+    if (a.kind == PK_ARG_STRING) used[static_cast<size_t>(a.value)] = true;
+  }
+  for (const pk_device_event& d : device_events_) {
+    if (d.name < used.size()) used[d.name] = true;
+  }
+  if (std::find(used.begin(), used.end(), false) == used.end()) return;
+  const std::vector<uint32_t> remap = strings_.compact(used);
+  for (pk_host_event& e : events) e.name = remap[e.name];
+  for (pk_event_arg& a : args) {
+    a.key = remap[a.key];
+    if (a.kind == PK_ARG_STRING) a.value = remap[static_cast<size_t>(a.value)];
+  }
+  for (pk_device_event& d : device_events_) d.name = d.name < remap.size() ? remap[d.name] : 0;
+}
+
 std::unique_ptr<Result> ResultBuilder::finish() {
   auto result = std::make_unique<Result>();
 
@@ -137,6 +160,8 @@ std::unique_ptr<Result> ResultBuilder::finish() {
   }
   std::stable_sort(device_events_.begin(), device_events_.end(),
                    [](const pk_device_event& a, const pk_device_event& b) { return a.start_ns < b.start_ns; });
+
+  compact_strings(events, args);
 
   result->info = std::move(info_);
   result->strings = std::move(strings_);

@@ -89,6 +89,7 @@ class ResultBuilder {
   };
 
   void sanitize(std::vector<pk_host_event>& events) const;
+  void compact_strings(std::vector<pk_host_event>& events, std::vector<pk_event_arg>& args);
 
   ResultInfo info_;
   StringTable strings_;

@@ -28,6 +28,11 @@ class StringTable {
   // Appends a pointer to NUL-terminated text that outlives the table.
   uint32_t add_borrowed(const char* text, uint32_t length);
 
+  // Keeps only the entries whose `keep` flag is set, in order, and returns the
+  // old-index -> new-index map (UINT32_MAX for dropped entries). Owned text
+  // stays where it is, so pointers handed out earlier remain valid.
+  std::vector<uint32_t> compact(const std::vector<bool>& keep);
+
   size_t size() const noexcept { return ptrs_.size(); }
   const char* c_str(size_t i) const noexcept { return ptrs_[i]; }
   std::string_view view(size_t i) const noexcept { return {ptrs_[i], lengths_[i]}; }

@@ -78,8 +78,10 @@ int main(int argc, char** argv) {
   CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 3));
   CHECK(pk_result_thread_count(result) == THREADS + 1);
   for (i = 0; i < count; ++i) {
-    if (events[i].name == g_relu) CHECK(events[i].depth == 1);
-    if (events[i].name == g_forward) CHECK(events[i].depth == 0);
+    /* Result string ids belong to the result: compare the text. */
+    const char* name = pk_result_string(result, events[i].name);
+    if (strcmp(name, "aten::relu") == 0) CHECK(events[i].depth == 1);
+    if (strcmp(name, "Forward") == 0) CHECK(events[i].depth == 0);
   }
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
