@@ -1,0 +1,62 @@
+#include "summary/memory_manipulation_table.h"
+
+#include "summary/call_table.h"
+#include "summary/communication.h"
+#include "summary/kernel_name.h"
+
+namespace profkit {
+
+bool MemoryManipulationTable::is_memory_name(uint32_t name) {
+  const StringTable& strings = context_.result->strings;
+  if (memory_name_.empty()) memory_name_.assign(strings.size() + 1, -1);
+  int8_t& known = memory_name_[name < strings.size() ? name : strings.size()];
+  if (known < 0) {
+    const std::string_view text = strings.view_or_empty(name);
+    known = contains_ignoring_case(text, "memcpy") || contains_ignoring_case(text, "memset") ? 1 : 0;
+  }
+  return known == 1;
+}
+
+void MemoryManipulationTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
+  const pk_host_event& e = context_.result->host_events[closed.index];
+  if (!is_memory_name(e.name)) return;
+  CallStats& s = stats_.at(e.name);
+  ++s.calls;
+  s.cpu.add(duration_ns(e.start_ns, e.end_ns));
+  s.gpu.add(closed.gpu_ns);
+}
+
+SummaryTable MemoryManipulationTable::table() {
+  const Result& r = *context_.result;
+  SummaryTable t(SummaryView::kMemoryManipulation, "Memory Manipulation Summary", "Name");
+  t.has_device_data = context_.has_device_data;
+  const CallColumns columns = add_call_columns(t, /*with_thread=*/false);
+
+  DeviceNames device_names(r.strings);
+  std::vector<CallStats> device_stats;
+  for (const pk_device_event& e : r.device_events) {
+    if (e.type != PK_EVENT_MEMCPY && e.type != PK_EVENT_MEMSET) continue;
+    const uint32_t id = device_names.id_of(e);
+    if (id >= device_stats.size()) device_stats.resize(id + 1);
+    ++device_stats[id].calls;
+    device_stats[id].gpu.add(duration_ns(e.start_ns, e.end_ns));
+  }
+
+  std::vector<FlatEntry> entries;
+  for (const NameStatsMap::Entry& e : stats_.entries()) {
+    entries.push_back({0, r.strings.view_or_empty(e.name), &e.stats});
+  }
+  for (uint32_t id = 0; id < device_stats.size(); ++id) {
+    if (device_stats[id].calls > 0) entries.push_back({0, device_names.text(id), &device_stats[id]});
+  }
+  if (entries.empty()) {
+    t.empty_reason = "no memcpy or memset recorded";
+    return t;
+  }
+  const double total = static_cast<double>(context_.total_time_ns);
+  add_sorted_rows(t, columns, entries, context_, total, total);
+  t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ").");
+  return t;
+}
+
+}  // namespace profkit
