@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "summary/text_renderer.h"
+
 namespace profkit {
 
 SummaryTable make_device_table(const SummaryContext& c) {
@@ -24,6 +26,8 @@ SummaryTable make_device_table(const SummaryContext& c) {
     gpu.values[utilization] = percent(static_cast<double>(kernel_ns), elapsed);
   }
 
+  t.notes.push_back("Elapsed time = " + format_value(elapsed, ColumnKind::kTime, c.options.time_unit) + " " +
+                    std::string(time_unit_name(c.options.time_unit)) + " (the recorded span).");
   std::string cores = info.cpu_count > 0 ? std::to_string(info.cpu_count) + " cores" : "all cores";
   t.notes.push_back("CPU(Process) = this process's CPU time / elapsed time; up to 100% per core (" + cores + ").");
   t.notes.push_back("CPU(System) = busy time of all cores / (busy + idle time).");

@@ -78,8 +78,9 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
       }
     }
   }
-  t.notes.push_back("Time of one type counts once where its events overlap (across threads for CPU types, across "
-                    "streams for GPU types); types nest and overlap each other, so ratios do not add up to 100%.");
+  t.notes.push_back(std::string("Time of one type counts once where its events overlap (across threads") +
+                    (c.has_device_data ? " for CPU types, across streams for GPU types" : "") +
+                    "); types nest and overlap each other, so ratios do not add up to 100%.");
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
   return t;
 }
