@@ -59,5 +59,6 @@ py::str decode(const char* text);
 
 void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
+void bind_summary(py::class_<Result>& result);                 // summary.cpp: summary tables
 
 }  // namespace profkit_py

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   pybind11::class_<profkit_py::Result> result(m, "Result", "A collected or loaded trace (owns a pk_result)");
   profkit_py::bind_engine(m);
   profkit_py::bind_result(m, result);
+  profkit_py::bind_summary(result);
 }
