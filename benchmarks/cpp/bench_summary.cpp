@@ -31,8 +31,8 @@ std::atomic<int64_t> g_peak{0};
 void* counted_alloc(size_t n) {
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
-  const int64_t live = g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p))) +
-                       static_cast<int64_t>(malloc_usable_size(p));
+  const int64_t live =
+      g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p))) + static_cast<int64_t>(malloc_usable_size(p));
   int64_t peak = g_peak.load();
   while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
   }
@@ -89,8 +89,8 @@ const profkit::Result& big_result() {
       for (uint64_t i = 0; i < iterations; ++i) {
         const uint64_t ts = 1'000'000 + i * 1000;
         if (t == 0 && i % kIterationsPerStep == 0) {
-          b.add_event(thread, {ts, ts + kIterationsPerStep * 1000, steps[i / kIterationsPerStep],
-                               PK_EVENT_PROFILE_STEP, 0, 0});
+          b.add_event(thread,
+                      {ts, ts + kIterationsPerStep * 1000, steps[i / kIterationsPerStep], PK_EVENT_PROFILE_STEP, 0, 0});
         }
         b.add_event(thread, {ts, ts + 900, forward, PK_EVENT_FORWARD, 0, 0});
         b.add_event(thread, {ts + 10, ts + 400, ops[i % 50], PK_EVENT_OPERATOR, 1, 0});

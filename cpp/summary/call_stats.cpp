@@ -32,7 +32,8 @@ double sort_value(const CallStats& s, SortKey key) noexcept {
 
 bool ascending(SortKey key) noexcept { return key == SortKey::kCpuMin || key == SortKey::kGpuMin; }
 
-bool sorts_before(double a_value, std::string_view a_label, double b_value, std::string_view b_label, SortKey key) noexcept {
+bool sorts_before(double a_value, std::string_view a_label, double b_value, std::string_view b_label,
+                  SortKey key) noexcept {
   const bool a_missing = is_missing(a_value);
   const bool b_missing = is_missing(b_value);
   if (a_missing != b_missing) return b_missing;

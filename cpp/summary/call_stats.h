@@ -51,7 +51,8 @@ double sort_value(const CallStats& s, SortKey key) noexcept;
 // True when `key` orders ascending (the Min keys).
 bool ascending(SortKey key) noexcept;
 // Strict weak order: by the key's value (missing last), then by label.
-bool sorts_before(double a_value, std::string_view a_label, double b_value, std::string_view b_label, SortKey key) noexcept;
+bool sorts_before(double a_value, std::string_view a_label, double b_value, std::string_view b_label,
+                  SortKey key) noexcept;
 
 // Writes Total, Avg, Max, Min and Ratio(%) of `s` into five values starting
 // at `first`; all missing when s.count == 0. Ratio = total / denominator.

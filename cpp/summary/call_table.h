@@ -6,6 +6,7 @@
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -48,24 +49,15 @@ void add_sorted_rows(SummaryTable& table, const CallColumns& columns, std::vecto
                      const SummaryContext& context, double cpu_denominator, double gpu_denominator);
 
 // Sorts `items` by sorted_by (see call_stats.h) with `stats_of(item)` and
-// `label_of(item)`.
-template <class T, class StatsOf, class LabelOf>
-void sort_by_key(std::vector<T>& items, SortKey key, StatsOf stats_of, LabelOf label_of);
-
-// The OS thread id of thread index `thread`, 0 if out of range.
-uint64_t thread_id(const Result& result, uint32_t thread) noexcept;
-
-}  // namespace profkit
-
-#include <algorithm>
-
-namespace profkit {
-
+// `label_of(item)`; stable, so equal rows keep their order.
 template <class T, class StatsOf, class LabelOf>
 void sort_by_key(std::vector<T>& items, SortKey key, StatsOf stats_of, LabelOf label_of) {
   std::stable_sort(items.begin(), items.end(), [&](const T& a, const T& b) {
     return sorts_before(sort_value(stats_of(a), key), label_of(a), sort_value(stats_of(b), key), label_of(b), key);
   });
 }
+
+// The OS thread id of thread index `thread`, 0 if out of range.
+uint64_t thread_id(const Result& result, uint32_t thread) noexcept;
 
 }  // namespace profkit

@@ -9,8 +9,8 @@ bool contains_ignoring_case(std::string_view name, std::string_view needle) noex
   if (name.size() < needle.size()) return false;
   for (size_t i = 0; i + needle.size() <= name.size(); ++i) {
     size_t k = 0;
-    while (k < needle.size() &&
-           std::tolower(static_cast<unsigned char>(name[i + k])) == std::tolower(static_cast<unsigned char>(needle[k]))) {
+    while (k < needle.size() && std::tolower(static_cast<unsigned char>(name[i + k])) ==
+                                    std::tolower(static_cast<unsigned char>(needle[k]))) {
       ++k;
     }
     if (k == needle.size()) return true;

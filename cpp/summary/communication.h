@@ -36,11 +36,11 @@ class CommunicationLaunches : public HostEventVisitor {
 };
 
 struct CommunicationTimes {
-  IntervalList gpu;            // communication GPU work, merged
-  IntervalList all;            // CPU ∪ GPU communication
-  IntervalList computation;    // other kernels
-  uint64_t gpu_calls = 0;      // communication GPU records
-  uint64_t overlap_ns = 0;     // |all ∩ computation|
+  IntervalList gpu;          // communication GPU work, merged
+  IntervalList all;          // CPU ∪ GPU communication
+  IntervalList computation;  // other kernels
+  uint64_t gpu_calls = 0;    // communication GPU records
+  uint64_t overlap_ns = 0;   // |all ∩ computation|
   bool any() const noexcept { return !all.empty() || gpu_calls > 0; }
 };
 

@@ -19,8 +19,9 @@ SummaryTable make_device_table(const SummaryContext& c) {
   SummaryRow& process = t.add_row("CPU(Process)");
   if (has_cpu_figures) process.values[utilization] = percent(static_cast<double>(info.process_cpu_ns), elapsed);
   SummaryRow& system = t.add_row("CPU(System)");
-  system.values[utilization] = percent(static_cast<double>(info.system_busy_ns),
-                                       static_cast<double>(info.system_busy_ns) + static_cast<double>(info.system_idle_ns));
+  system.values[utilization] =
+      percent(static_cast<double>(info.system_busy_ns),
+              static_cast<double>(info.system_busy_ns) + static_cast<double>(info.system_idle_ns));
   for (const auto& [device, kernel_ns] : c.kernel_union_by_device) {
     SummaryRow& gpu = t.add_row("GPU " + std::to_string(device));
     gpu.values[utilization] = percent(static_cast<double>(kernel_ns), elapsed);

@@ -20,8 +20,9 @@ SummaryTable make_distributed_table(const SummaryContext& c, const Communication
   add("Communication", total_length(communication.all));
   add("Computation", total_length(communication.computation));
   add("Overlap", communication.overlap_ns);
-  t.notes.push_back("Communication = Communication events on the CPU and their (or NCCL) GPU work, overlaps counted "
-                    "once; Computation = all other kernels; Overlap = time in both.");
+  t.notes.push_back(
+      "Communication = Communication events on the CPU and their (or NCCL) GPU work, overlaps counted "
+      "once; Computation = all other kernels; Overlap = time in both.");
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
   return t;
 }

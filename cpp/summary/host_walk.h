@@ -25,11 +25,11 @@ namespace profkit {
 constexpr uint32_t kNoPosition = UINT32_MAX;
 
 struct OpenEvent {
-  uint64_t index = 0;                // host event index
-  uint64_t gpu_ns = 0;               // GPU time launched in its subtree (so far)
+  uint64_t index = 0;                 // host event index
+  uint64_t gpu_ns = 0;                // GPU time launched in its subtree (so far)
   uint32_t nearest_op = kNoPosition;  // stack position of the nearest enclosing Operator/OperatorInner
-  uint8_t type = 0;                  // its pk_event_type (unknown values read as UserDefined)
-  bool in_communication = false;     // it or an ancestor is a Communication event
+  uint8_t type = 0;                   // its pk_event_type (unknown values read as UserDefined)
+  bool in_communication = false;      // it or an ancestor is a Communication event
 };
 
 // The open events of the walk, outermost first. Host-event depth saturates

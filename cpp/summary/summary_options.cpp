@@ -12,8 +12,9 @@ namespace {
 constexpr std::string_view kSortKeyNames[kSortKeyCount] = {"CPUTotal", "CPUAvg", "CPUMax", "CPUMin",
                                                            "GPUTotal", "GPUAvg", "GPUMax", "GPUMin"};
 constexpr std::string_view kViewNames[kSummaryViewCount] = {
-    "DeviceView", "OverView",    "ModelView",           "DistributedView", "KernelView",
-    "OperatorView", "MemoryView", "MemoryManipulationView", "UDFView"};
+    "DeviceView", "OverView",     "ModelView",  "DistributedView",
+    "KernelView", "OperatorView", "MemoryView", "MemoryManipulationView",
+    "UDFView"};
 constexpr std::string_view kTimeUnitNames[kTimeUnitCount] = {"s", "ms", "us", "ns"};
 
 template <size_t N>

@@ -24,7 +24,7 @@ namespace profkit {
 enum class ColumnKind : uint8_t { kLabel, kCount, kTime, kPercent, kBytes, kId };
 
 struct SummaryColumn {
-  std::string name;   // "CPU Total", "Calls", "Ratio (%)"
+  std::string name;  // "CPU Total", "Calls", "Ratio (%)"
   ColumnKind kind;
   // Consecutive columns with the same non-empty group render as one text
   // column: "CPU Total / Avg / Max / Min / Ratio(%)".

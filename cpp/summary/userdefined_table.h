@@ -17,7 +17,9 @@ class UserDefinedTable : public HostEventVisitor {
  public:
   explicit UserDefinedTable(const SummaryContext& context)
       : context_(context), stats_(context.result->strings.size(), context.options.thread_sep) {}
-  uint32_t type_mask() const override { return type_bit(PK_EVENT_USER_DEFINED) | type_bit(PK_EVENT_PYTHON_USER_DEFINED); }
+  uint32_t type_mask() const override {
+    return type_bit(PK_EVENT_USER_DEFINED) | type_bit(PK_EVENT_PYTHON_USER_DEFINED);
+  }
   void begin_thread(size_t thread) override { stats_.begin_thread(thread); }
   void on_close(const OpenStack& stack, const OpenEvent& closed) override;
   SummaryTable table();

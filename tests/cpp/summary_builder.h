@@ -38,12 +38,11 @@ class TraceBuilder {
   // A cudaLaunchKernel-like runtime call that launches GPU work `correlation`.
   TraceBuilder& launch(uint64_t tid, uint64_t start, uint64_t end, uint32_t correlation,
                        const std::string& text = "cudaLaunchKernel") {
-    builder_.add_runtime_call(builder_.thread(tid), {start, end, name(text), PK_EVENT_CUDA_RUNTIME, 0, 0},
-                              correlation);
+    builder_.add_runtime_call(builder_.thread(tid), {start, end, name(text), PK_EVENT_CUDA_RUNTIME, 0, 0}, correlation);
     return *this;
   }
-  TraceBuilder& device(const std::string& text, pk_event_type type, uint64_t start, uint64_t end,
-                       uint32_t correlation, uint16_t device_id = 0, uint32_t stream = 7) {
+  TraceBuilder& device(const std::string& text, pk_event_type type, uint64_t start, uint64_t end, uint32_t correlation,
+                       uint16_t device_id = 0, uint32_t stream = 7) {
     builder_.add_device_event(
         {start, end, 0, name(text), correlation, stream, 1, device_id, static_cast<uint8_t>(type), 0, PK_NO_DETAIL});
     return *this;

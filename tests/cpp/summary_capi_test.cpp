@@ -53,9 +53,7 @@ class SummaryCapiTest : public ::testing::Test {
   }
 };
 
-TEST_F(SummaryCapiTest, VersionIsOneOne) {
-  EXPECT_EQ(pk_api_version(), (1u << 16) | 1u);
-}
+TEST_F(SummaryCapiTest, VersionIsOneOne) { EXPECT_EQ(pk_api_version(), (1u << 16) | 1u); }
 
 TEST_F(SummaryCapiTest, OptionsInitGivesTheDefaults) {
   pk_summary_options o;

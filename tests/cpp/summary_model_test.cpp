@@ -83,7 +83,7 @@ TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
   EXPECT_EQ(t.rows[0].label, "Total Time");
   EXPECT_EQ(value(t, "Total Time", "CPU Total"), 1000);
   EXPECT_EQ(value(t, "Forward", "CPU Total"), 500);  // sum of calls
-  EXPECT_EQ(value(t, "Others", "CPU Total"), 600);    // union [100, 500) covered
+  EXPECT_EQ(value(t, "Others", "CPU Total"), 600);   // union [100, 500) covered
   EXPECT_TRUE(std::isnan(value(t, "Others", "GPU Total")));
 }
 

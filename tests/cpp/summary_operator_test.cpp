@@ -46,8 +46,8 @@ TEST(SummaryOperator, DetailNestsInnerEventsAndGpuWorkUnderTheirOperator) {
   auto r = nested_operators();
   const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
   const std::vector<Expected> expected = {
-      {"linear", 0}, {"matmul", 1},      {"gemm", 2}, {"add", 2}, {"prep", 1}, {"Memcpy HtoD", 1},
-      {"matmul", 0}, {"matmul_impl", 1}, {"gemm", 2}, {"add", 1},
+      {"linear", 0},      {"matmul", 1}, {"gemm", 2},        {"add", 2},  {"prep", 1},
+      {"Memcpy HtoD", 1}, {"matmul", 0}, {"matmul_impl", 1}, {"gemm", 2}, {"add", 1},
   };
   ASSERT_EQ(t.rows.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -127,9 +127,8 @@ std::unique_ptr<profkit::Result> three_operators() {
 TEST(SummaryOperator, EverySortKeyOrdersRowsMinKeysAscending) {
   auto r = three_operators();
   const std::vector<std::pair<SortKey, std::vector<std::string>>> cases = {
-      {SortKey::kCpuTotal, {"B", "A", "C"}}, {SortKey::kCpuAvg, {"C", "B", "A"}},
-      {SortKey::kCpuMax, {"A", "C", "B"}},   {SortKey::kCpuMin, {"A", "B", "C"}},
-      {SortKey::kGpuTotal, {"A", "C", "B"}}, {SortKey::kGpuAvg, {"C", "A", "B"}},
+      {SortKey::kCpuTotal, {"B", "A", "C"}}, {SortKey::kCpuAvg, {"C", "B", "A"}},   {SortKey::kCpuMax, {"A", "C", "B"}},
+      {SortKey::kCpuMin, {"A", "B", "C"}},   {SortKey::kGpuTotal, {"A", "C", "B"}}, {SortKey::kGpuAvg, {"C", "A", "B"}},
       {SortKey::kGpuMax, {"A", "C", "B"}},   {SortKey::kGpuMin, {"A", "B", "C"}},
   };
   for (const auto& [key, order] : cases) {

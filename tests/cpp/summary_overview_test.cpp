@@ -161,7 +161,7 @@ TEST(SummaryOverview, CommunicationHasCpuAndGpuTime) {
   b.event(2, "allreduce", PK_EVENT_COMMUNICATION, 50, 200);
   b.launch(1, 10, 20, 1);
   b.kernel("void reduce_kernel<float>(float*)", 300, 400, 1);  // launched inside a Communication event
-  b.kernel("ncclDevKernel_AllGather(int)", 350, 500, 2);         // NCCL by name, launch not captured
+  b.kernel("ncclDevKernel_AllGather(int)", 350, 500, 2);       // NCCL by name, launch not captured
   b.kernel("gemm", 600, 700, 3);
   auto r = b.build();
   const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);

@@ -52,7 +52,7 @@ TEST(SummaryDistributed, CommunicationComputationAndOverlap) {
   b.event(1, "allreduce", PK_EVENT_COMMUNICATION, 100, 200);
   b.launch(1, 110, 120, 1);
   b.kernel("void reduce<float>(float*)", 300, 400, 1, 0, 2);  // communication by launch
-  b.kernel("ncclKernel_Broadcast(int)", 450, 500, 2, 0, 2);  // by name
+  b.kernel("ncclKernel_Broadcast(int)", 450, 500, 2, 0, 2);   // by name
   b.kernel("gemm", 150, 350, 3, 0, 1);                        // computation
   b.kernel("gemm", 600, 700, 4, 0, 1);
   auto r = b.build();

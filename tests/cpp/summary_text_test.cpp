@@ -226,8 +226,8 @@ TEST(SummaryText, EmptyTablesTakeOneLine) {
   EXPECT_EQ(render(*r, SummaryView::kDistributed), "Distributed Summary: no communication recorded\n\n");
   // Every view renders on an empty trace.
   const std::string all = profkit::render_summary_text(profkit::compute_summary(*r, {}));
-  for (const char* title : {"Device Summary", "Overview Summary", "Model Summary", "Operator Summary",
-                            "Memory Summary", "Memory Manipulation Summary", "UserDefined Summary"}) {
+  for (const char* title : {"Device Summary", "Overview Summary", "Model Summary", "Operator Summary", "Memory Summary",
+                            "Memory Manipulation Summary", "UserDefined Summary"}) {
     EXPECT_NE(all.find(title), std::string::npos) << title;
   }
 }
@@ -283,8 +283,7 @@ TEST(SummaryJson, RowsAsDataInTheChosenUnit) {
   EXPECT_NE(json.find("\"view\":\"OverView\",\"title\":\"Overview Summary\""), std::string::npos);
   EXPECT_NE(json.find("[\"ProfileStep\",1,1000,100,null,null]"), std::string::npos) << json;
   EXPECT_NE(json.find("[\"q\\\"uote\",1,500,500,500,500,50,0,0,0,0,0]"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"kinds\":[\"label\",\"count\",\"time\",\"percent\",\"time\",\"percent\"]"),
-            std::string::npos);
+  EXPECT_NE(json.find("\"kinds\":[\"label\",\"count\",\"time\",\"percent\",\"time\",\"percent\"]"), std::string::npos);
   EXPECT_NE(json.find("\"nested\":true,\"levels\":[0,1]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"empty_reason\":\"\""), std::string::npos);
 }

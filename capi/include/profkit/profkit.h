@@ -555,13 +555,13 @@ typedef enum pk_time_unit {
 } pk_time_unit;
 
 typedef struct pk_summary_options {
-  size_t struct_size;  /* sizeof(pk_summary_options), set by the caller */
-  int32_t sorted_by;   /* pk_sort_key; default PK_SORT_CPU_TOTAL */
-  int32_t op_detail;   /* nonzero (default): inner events and GPU work nested under each operator */
-  int32_t thread_sep;  /* nonzero: Operator and UserDefined rows per thread; default 0 */
-  int32_t time_unit;   /* pk_time_unit; default PK_TIME_UNIT_MS */
-  uint32_t views;      /* OR of PK_VIEW_BIT(view); 0 (default) = every table */
-  uint32_t row_limit;  /* most top-level rows per table (per thread with thread_sep); 0 (default) = all */
+  size_t struct_size; /* sizeof(pk_summary_options), set by the caller */
+  int32_t sorted_by;  /* pk_sort_key; default PK_SORT_CPU_TOTAL */
+  int32_t op_detail;  /* nonzero (default): inner events and GPU work nested under each operator */
+  int32_t thread_sep; /* nonzero: Operator and UserDefined rows per thread; default 0 */
+  int32_t time_unit;  /* pk_time_unit; default PK_TIME_UNIT_MS */
+  uint32_t views;     /* OR of PK_VIEW_BIT(view); 0 (default) = every table */
+  uint32_t row_limit; /* most top-level rows per table (per thread with thread_sep); 0 (default) = all */
 } pk_summary_options;
 
 /* Fills `options` with the defaults (its struct_size set by the caller).
