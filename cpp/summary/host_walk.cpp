@@ -58,7 +58,7 @@ class Walk {
     for (HostEventVisitor* v : visitors) {
       const uint32_t mask = v->type_mask();
       for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
-        if (mask & type_bit(t)) by_type_[t].push_back(v);
+        if (mask & type_bit(t)) by_type_[t].push_back({v, v->name_filter()});
       }
       if (v->wants_launches()) launch_visitors_.push_back(v);
     }
@@ -97,6 +97,7 @@ class Walk {
     if (stack_.full()) close_top();  // only with inconsistent depths
     OpenEvent o;
     o.index = i;
+    o.name = e.name;
     const uint32_t type = type_of(e);
     o.type = static_cast<uint8_t>(type);
     if (!stack_.empty()) {
@@ -107,13 +108,17 @@ class Walk {
     }
     if (type == PK_EVENT_COMMUNICATION) o.in_communication = true;
     stack_.push(o);
-    for (HostEventVisitor* v : by_type_[type]) v->on_open(stack_);
+    for (const Subscriber& s : by_type_[type]) {
+      if (s.wants(o.name)) s.visitor->on_open(stack_);
+    }
   }
 
   void close_top() {
     const OpenEvent closed = stack_.back();
     stack_.pop();
-    for (HostEventVisitor* v : by_type_[closed.type]) v->on_close(stack_, closed);
+    for (const Subscriber& s : by_type_[closed.type]) {
+      if (s.wants(closed.name)) s.visitor->on_close(stack_, closed);
+    }
     if (!stack_.empty()) stack_.top().gpu_ns += closed.gpu_ns;
   }
 
@@ -124,7 +129,15 @@ class Walk {
 
   const Result& r_;
   std::vector<Launch> launches_;
-  std::array<std::vector<HostEventVisitor*>, PK_EVENT_TYPE_COUNT> by_type_;
+  struct Subscriber {
+    HostEventVisitor* visitor;
+    const std::vector<uint8_t>* names;
+    bool wants(uint32_t name) const noexcept {
+      return names == nullptr || (name < names->size() && (*names)[name] != 0);
+    }
+  };
+
+  std::array<std::vector<Subscriber>, PK_EVENT_TYPE_COUNT> by_type_;
   std::vector<HostEventVisitor*> launch_visitors_;
   std::vector<HostEventVisitor*> all_;
   OpenStack stack_;

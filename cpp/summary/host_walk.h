@@ -28,6 +28,7 @@ struct OpenEvent {
   uint64_t index = 0;                 // host event index
   uint64_t gpu_ns = 0;                // GPU time launched in its subtree (so far)
   uint32_t nearest_op = kNoPosition;  // stack position of the nearest enclosing Operator/OperatorInner
+  uint32_t name = 0;                  // its string id
   uint8_t type = 0;                   // its pk_event_type (unknown values read as UserDefined)
   bool in_communication = false;      // it or an ancestor is a Communication event
 };
@@ -59,6 +60,10 @@ class HostEventVisitor {
   virtual ~HostEventVisitor() = default;
   // Bit t set: on_open/on_close are called for events of type t.
   virtual uint32_t type_mask() const = 0;
+  // Optionally, names too: when not null, on_open/on_close are called only
+  // for events whose name id has a nonzero entry (ids past the end: no).
+  // Must stay valid for the walk.
+  virtual const std::vector<uint8_t>* name_filter() const { return nullptr; }
   virtual void begin_thread(size_t /*thread*/) {}
   // stack.back() is the event just opened; the rest are its ancestors.
   virtual void on_open(const OpenStack& /*stack*/) {}

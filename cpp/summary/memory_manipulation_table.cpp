@@ -6,20 +6,19 @@
 
 namespace profkit {
 
-bool MemoryManipulationTable::is_memory_name(uint32_t name) {
-  const StringTable& strings = context_.result->strings;
-  if (memory_name_.empty()) memory_name_.assign(strings.size() + 1, -1);
-  int8_t& known = memory_name_[name < strings.size() ? name : strings.size()];
-  if (known < 0) {
-    const std::string_view text = strings.view_or_empty(name);
-    known = contains_ignoring_case(text, "memcpy") || contains_ignoring_case(text, "memset") ? 1 : 0;
+MemoryManipulationTable::MemoryManipulationTable(const SummaryContext& context)
+    : context_(context), stats_(context.result->strings.size(), /*split_by_thread=*/false) {
+  // Names are decided once each, so the walk skips every other event cheaply.
+  const StringTable& strings = context.result->strings;
+  memory_name_.resize(strings.size());
+  for (size_t i = 0; i < strings.size(); ++i) {
+    const std::string_view text = strings.view(i);
+    memory_name_[i] = contains_ignoring_case(text, "memcpy") || contains_ignoring_case(text, "memset");
   }
-  return known == 1;
 }
 
 void MemoryManipulationTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
   const pk_host_event& e = context_.result->host_events[closed.index];
-  if (!is_memory_name(e.name)) return;
   CallStats& s = stats_.at(e.name);
   ++s.calls;
   s.cpu.add(duration_ns(e.start_ns, e.end_ns));

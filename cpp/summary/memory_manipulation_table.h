@@ -19,18 +19,16 @@ namespace profkit {
 
 class MemoryManipulationTable : public HostEventVisitor {
  public:
-  explicit MemoryManipulationTable(const SummaryContext& context)
-      : context_(context), stats_(context.result->strings.size(), /*split_by_thread=*/false) {}
+  explicit MemoryManipulationTable(const SummaryContext& context);
   uint32_t type_mask() const override { return (1u << PK_EVENT_TYPE_COUNT) - 1; }
+  const std::vector<uint8_t>* name_filter() const override { return &memory_name_; }
   void on_close(const OpenStack& stack, const OpenEvent& closed) override;
   SummaryTable table();
 
  private:
-  bool is_memory_name(uint32_t name);
-
   const SummaryContext& context_;
   NameStatsMap stats_;
-  std::vector<int8_t> memory_name_;  // per string id: -1 unknown, 0 no, 1 yes
+  std::vector<uint8_t> memory_name_;  // per string id: 1 if it names a memcpy or memset
 };
 
 }  // namespace profkit

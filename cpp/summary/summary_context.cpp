@@ -21,35 +21,60 @@ bool keeps_intervals(uint32_t type) noexcept {
   }
 }
 
-// Host types: one merged segment per thread, then a k-way union per type.
+uint32_t host_type(const pk_host_event& e) noexcept {
+  return e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
+}
+
+// Host types: a first pass counts each type's events and the threads they
+// are on; then one merged segment per thread and a k-way union per type.
+// A type on a single thread needs no segments (its merged length is its
+// union), and the others get storage reserved once, never regrown.
 void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
-  std::array<SegmentedIntervals, PK_EVENT_TYPE_COUNT> segments;
-  std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> mergers;
-  std::array<bool, PK_EVENT_TYPE_COUNT> seen{};
+  std::array<uint64_t, PK_EVENT_TYPE_COUNT> timed{};  // events of positive length
+  std::array<uint32_t, PK_EVENT_TYPE_COUNT> threads_with{};
   for (const ThreadRecord& t : r.threads) {
-    seen.fill(false);
+    std::array<uint64_t, PK_EVENT_TYPE_COUNT> here{};
     const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
     for (uint64_t i = t.first_event; i < end; ++i) {
       const pk_host_event& e = r.host_events[i];
-      const uint32_t type = e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
+      const uint32_t type = host_type(e);
       ++c.host_calls[type];
       *first = std::min(*first, e.start_ns);
       *last = std::max(*last, e.end_ns);
-      if (e.end_ns <= e.start_ns) continue;
-      if (!seen[type]) {
-        seen[type] = true;
-        segments[type].begin_segment();
-        mergers[type] = IntervalMerger(&segments[type].storage());
-      }
-      mergers[type].add(e.start_ns, e.end_ns);
+      here[type] += e.end_ns > e.start_ns;
     }
     for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
-      if (seen[type]) mergers[type].flush();
+      timed[type] += here[type];
+      threads_with[type] += here[type] > 0;
     }
   }
+
+  std::array<bool, PK_EVENT_TYPE_COUNT> segmented{};
+  std::array<SegmentedIntervals, PK_EVENT_TYPE_COUNT> segments;
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    segmented[type] = threads_with[type] > 1 || (threads_with[type] == 1 && keeps_intervals(type));
+    if (segmented[type]) segments[type].storage().reserve(timed[type]);
+  }
+  std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> mergers;
+  for (const ThreadRecord& t : r.threads) {
+    for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+      if (segmented[type]) segments[type].begin_segment();
+      mergers[type] = IntervalMerger(segmented[type] ? &segments[type].storage() : nullptr);
+    }
+    const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
+    for (uint64_t i = t.first_event; i < end; ++i) {
+      const pk_host_event& e = r.host_events[i];
+      mergers[host_type(e)].add(e.start_ns, e.end_ns);
+    }
+    for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+      mergers[type].flush();
+      if (!segmented[type]) c.host_union_ns[type] += mergers[type].length();
+    }
+  }
+
   IntervalList model;
   for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
-    if (segments[type].empty()) continue;
+    if (!segmented[type]) continue;
     IntervalList merged;
     c.host_union_ns[type] = segments[type].union_length(keeps_intervals(type) ? &merged : nullptr);
     segments[type].clear();  // free as we go: the lists can be as large as the events
