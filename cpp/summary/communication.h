@@ -26,8 +26,8 @@ class CommunicationLaunches : public HostEventVisitor {
   explicit CommunicationLaunches(size_t device_event_count) : marked_(device_event_count, false) {}
   uint32_t type_mask() const override { return 0; }
   bool wants_launches() const override { return true; }
-  void on_launch(const OpenStack& stack, uint64_t device_event) override {
-    if (stack.back().in_communication) marked_[device_event] = true;
+  void on_launch(const OpenStack& stack, const LaunchedWork& work) override {
+    if (stack.back().in_communication) marked_[work.device_event] = true;
   }
   bool marked(uint64_t device_event) const noexcept { return device_event < marked_.size() && marked_[device_event]; }
 

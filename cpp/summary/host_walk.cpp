@@ -11,19 +11,11 @@ namespace {
 
 bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
 
-// A device event and what the walk needs of it, kept together so that
-// matching launches to host events reads memory in order.
-struct Launch {
-  uint64_t host_event;
-  uint64_t device_event;
-  uint64_t duration_ns;
-};
-
 // GPU work in the order of its launching host event. Host events are grouped
 // by thread, and a thread's GPU work usually starts in the order it was
 // launched, so bucketing by thread leaves runs that are already sorted: no
 // full sort of millions of records in the common case.
-std::vector<Launch> launch_order(const Result& r) {
+std::vector<LaunchedWork> launch_order(const Result& r) {
   const size_t threads = r.threads.size();
   std::vector<uint64_t> bucket_start(threads + 1, 0);
   std::vector<uint32_t> thread_of_launch(r.device_events.size(), UINT32_MAX);
@@ -34,14 +26,15 @@ std::vector<Launch> launch_order(const Result& r) {
     ++bucket_start[thread_of_launch[d] + 1];
   }
   for (size_t t = 0; t < threads; ++t) bucket_start[t + 1] += bucket_start[t];
-  std::vector<Launch> order(bucket_start[threads]);
+  std::vector<LaunchedWork> order(bucket_start[threads]);
   std::vector<uint64_t> next(bucket_start.begin(), bucket_start.end() - 1);
   for (uint64_t d = 0; d < r.device_events.size(); ++d) {
     if (thread_of_launch[d] == UINT32_MAX) continue;
     const pk_device_event& e = r.device_events[d];
-    order[next[thread_of_launch[d]]++] = {e.launch_event, d, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0};
+    order[next[thread_of_launch[d]]++] = {e.launch_event, d, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0, e.name,
+                                          e.type};
   }
-  auto by_launch = [](const Launch& a, const Launch& b) {
+  auto by_launch = [](const LaunchedWork& a, const LaunchedWork& b) {
     return a.host_event != b.host_event ? a.host_event < b.host_event : a.device_event < b.device_event;
   };
   for (size_t t = 0; t < threads; ++t) {
@@ -114,21 +107,20 @@ class Walk {
   }
 
   void close_top() {
-    const OpenEvent closed = stack_.back();
-    stack_.pop();
+    const OpenEvent& closed = stack_.pop();  // no copy: read in place
     for (const Subscriber& s : by_type_[closed.type]) {
       if (s.wants(closed.name)) s.visitor->on_close(stack_, closed);
     }
     if (!stack_.empty()) stack_.top().gpu_ns += closed.gpu_ns;
   }
 
-  void launch(const Launch& l) {
-    stack_.top().gpu_ns += l.duration_ns;
-    for (HostEventVisitor* v : launch_visitors_) v->on_launch(stack_, l.device_event);
+  void launch(const LaunchedWork& work) {
+    stack_.top().gpu_ns += work.duration_ns;
+    for (HostEventVisitor* v : launch_visitors_) v->on_launch(stack_, work);
   }
 
   const Result& r_;
-  std::vector<Launch> launches_;
+  std::vector<LaunchedWork> launches_;
   struct Subscriber {
     HostEventVisitor* visitor;
     const std::vector<uint8_t>* names;

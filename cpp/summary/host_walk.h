@@ -48,11 +48,23 @@ class OpenStack {
   // For the walk only.
   OpenEvent& top() noexcept { return frames_[size_ - 1]; }
   void push(const OpenEvent& e) noexcept { frames_[size_++] = e; }
-  void pop() noexcept { --size_; }
+  // Pops the top event; the reference stays valid until the next push.
+  const OpenEvent& pop() noexcept { return frames_[--size_]; }
 
  private:
   std::array<OpenEvent, kCapacity> frames_;
   size_t size_ = 0;
+};
+
+// A GPU record as the walk hands it to visitors: the fields they need, read
+// in launch order (the device event column itself is in start order, so
+// visiting it by launch would jump around in memory).
+struct LaunchedWork {
+  uint64_t host_event;    // the launching host event
+  uint64_t device_event;  // index into Result::device_events
+  uint64_t duration_ns;
+  uint32_t name;  // string id
+  uint8_t type;   // PK_EVENT_KERNEL, PK_EVENT_MEMCPY, PK_EVENT_MEMSET
 };
 
 class HostEventVisitor {
@@ -70,10 +82,10 @@ class HostEventVisitor {
   // `closed` has just been popped; `stack` holds its ancestors. closed.gpu_ns
   // is final.
   virtual void on_close(const OpenStack& /*stack*/, const OpenEvent& /*closed*/) {}
-  // Device event `device_event` was launched by stack.back() (whatever its
-  // type); called for every visitor that wants_launches().
+  // GPU work launched by stack.back() (whatever its type); called for every
+  // visitor that wants_launches().
   virtual bool wants_launches() const { return false; }
-  virtual void on_launch(const OpenStack& /*stack*/, uint64_t /*device_event*/) {}
+  virtual void on_launch(const OpenStack& /*stack*/, const LaunchedWork& /*work*/) {}
 };
 
 constexpr uint32_t type_bit(uint32_t type) noexcept { return 1u << type; }

@@ -1,18 +1,8 @@
 #include "summary/interval_set.h"
 
 #include <algorithm>
-#include <functional>
-#include <queue>
-#include <utility>
 
 namespace profkit {
-
-void IntervalMerger::flush() {
-  if (!open_) return;
-  length_ += current_.end - current_.start;
-  if (out_ != nullptr) out_->push_back(current_);
-  open_ = false;
-}
 
 uint64_t total_length(const IntervalList& merged) noexcept {
   uint64_t sum = 0;
@@ -76,27 +66,45 @@ uint64_t SegmentedIntervals::union_length(IntervalList* out) const {
     if (out != nullptr) *out = intervals_;
     return total_length(intervals_);
   }
-  // Cursor per segment in a min-heap on the start of its next interval.
-  using Cursor = std::pair<uint64_t, size_t>;  // (start, position)
-  std::vector<size_t> ends(segment_starts_.size());
+  struct Cursor {
+    const Interval* next;
+    const Interval* end;
+  };
+  std::vector<Cursor> cursors;
   for (size_t s = 0; s < segment_starts_.size(); ++s) {
-    ends[s] = s + 1 < segment_starts_.size() ? segment_starts_[s + 1] : intervals_.size();
-  }
-  std::vector<std::pair<Cursor, size_t>> heap_storage;
-  heap_storage.reserve(segment_starts_.size());
-  std::priority_queue<std::pair<Cursor, size_t>, std::vector<std::pair<Cursor, size_t>>, std::greater<>> heap(
-      std::greater<>(), std::move(heap_storage));
-  for (size_t s = 0; s < segment_starts_.size(); ++s) {
-    if (segment_starts_[s] < ends[s]) heap.push({{intervals_[segment_starts_[s]].start, segment_starts_[s]}, s});
+    const size_t end = s + 1 < segment_starts_.size() ? segment_starts_[s + 1] : intervals_.size();
+    if (segment_starts_[s] < end) cursors.push_back({intervals_.data() + segment_starts_[s], intervals_.data() + end});
   }
   IntervalMerger merger(out);
-  while (!heap.empty()) {
-    auto [cursor, segment] = heap.top();
-    heap.pop();
-    const Interval& next = intervals_[cursor.second];
-    merger.add(next.start, next.end);
-    const size_t following = cursor.second + 1;
-    if (following < ends[segment]) heap.push({{intervals_[following].start, following}, segment});
+  // Take the earliest next interval of any segment. With the few segments a
+  // process has threads, a scan beats a heap; many threads get the heap.
+  constexpr size_t kScanLimit = 16;
+  if (cursors.size() <= kScanLimit) {
+    while (!cursors.empty()) {
+      size_t first = 0;
+      for (size_t k = 1; k < cursors.size(); ++k) {
+        if (cursors[k].next->start < cursors[first].next->start) first = k;
+      }
+      Cursor& c = cursors[first];
+      merger.add(c.next->start, c.next->end);
+      if (++c.next == c.end) {
+        c = cursors.back();
+        cursors.pop_back();
+      }
+    }
+  } else {
+    auto later = [](const Cursor& a, const Cursor& b) { return a.next->start > b.next->start; };
+    std::make_heap(cursors.begin(), cursors.end(), later);
+    while (!cursors.empty()) {
+      std::pop_heap(cursors.begin(), cursors.end(), later);
+      Cursor& c = cursors.back();
+      merger.add(c.next->start, c.next->end);
+      if (++c.next == c.end) {
+        cursors.pop_back();
+      } else {
+        std::push_heap(cursors.begin(), cursors.end(), later);
+      }
+    }
   }
   merger.flush();
   return merger.length();

@@ -39,7 +39,12 @@ class IntervalMerger {
     open_ = true;
   }
   // Closes the open interval; call before reading length() or the list.
-  void flush();
+  void flush() {
+    if (!open_) return;
+    length_ += current_.end - current_.start;
+    if (out_ != nullptr) out_->push_back(current_);
+    open_ = false;
+  }
   // Total length of everything added and flushed.
   uint64_t length() const noexcept { return length_; }
 

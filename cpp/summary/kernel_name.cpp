@@ -68,9 +68,7 @@ std::string short_kernel_name(std::string_view name) {
   return std::string(last);
 }
 
-uint32_t DeviceNames::id_of(const pk_device_event& event) { return id_of(event.name, event.type == PK_EVENT_KERNEL); }
-
-uint32_t DeviceNames::id_of(uint32_t name, bool kernel) {
+uint32_t DeviceNames::lookup(uint32_t name, bool kernel) {
   std::vector<uint32_t>& by_string = kernel ? kernel_by_string_ : other_by_string_;
   // One slot per string, and a last one for ids out of range (shown as "").
   if (by_string.empty()) by_string.assign(strings_.size() + 1, kUnknown);

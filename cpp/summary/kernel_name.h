@@ -28,14 +28,20 @@ class DeviceNames {
  public:
   explicit DeviceNames(const StringTable& strings) : strings_(strings) {}
   // The row-name id of a device event's name.
-  uint32_t id_of(const pk_device_event& event);
+  uint32_t id_of(const pk_device_event& event) { return id_of(event.name, event.type); }
+  // The row-name id of string `name` on GPU work of `type` (pk_event_type).
+  uint32_t id_of(uint32_t name, uint8_t type) {
+    const std::vector<uint32_t>& cache = type == PK_EVENT_KERNEL ? kernel_by_string_ : other_by_string_;
+    if (name < cache.size() && cache[name] != kUnknown) return cache[name];
+    return lookup(name, type == PK_EVENT_KERNEL);
+  }
   const std::string& text(uint32_t id) const noexcept { return texts_[id]; }
   size_t size() const noexcept { return texts_.size(); }
 
  private:
   static constexpr uint32_t kUnknown = UINT32_MAX;
   const StringTable& strings_;
-  uint32_t id_of(uint32_t name, bool kernel);
+  uint32_t lookup(uint32_t name, bool kernel);
 
   std::vector<uint32_t> kernel_by_string_;  // lazily sized to the string table
   std::vector<uint32_t> other_by_string_;

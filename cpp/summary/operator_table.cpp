@@ -70,14 +70,12 @@ void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   }
 }
 
-void OperatorTable::on_launch(const OpenStack& stack, uint64_t device_event) {
-  const Result& r = *context_.result;
-  const pk_device_event& d = r.device_events[device_event];
+void OperatorTable::on_launch(const OpenStack& stack, const LaunchedWork& work) {
   const OpenEvent& launcher = stack.back();
   uint32_t at = is_operator_like(launcher.type) ? static_cast<uint32_t>(stack.size() - 1) : launcher.nearest_op;
   if (at == kNoPosition) return;
-  const uint32_t name = device_names_.id_of(d);
-  const uint64_t ns = duration_ns(d.start_ns, d.end_ns);
+  const uint32_t name = device_names_.id_of(work.name, work.type);
+  const uint64_t ns = work.duration_ns;
   // Walk out through the enclosing operator-like events: the work belongs
   // under each Operator, directly or inside the inner event it went through.
   uint32_t inside = kNoPosition;

@@ -36,7 +36,7 @@ class OperatorTable : public HostEventVisitor {
   void on_open(const OpenStack& stack) override;
   void on_close(const OpenStack& stack, const OpenEvent& closed) override;
   bool wants_launches() const override { return context_.options.op_detail; }
-  void on_launch(const OpenStack& stack, uint64_t device_event) override;
+  void on_launch(const OpenStack& stack, const LaunchedWork& work) override;
   SummaryTable table();
 
  private:
