@@ -194,3 +194,15 @@ def test_empty_result_summarizes_without_errors():
     tables = _summary.summary_data(empty)
     assert tables["OverView"].rows[0][0] == "Total Time"
     assert tables["OverView"].rows[0][3] is None  # no ratio without a total
+
+
+def test_every_table_of_an_empty_result_converts_to_a_dataframe():
+    pytest.importorskip("pandas")
+    tables = _summary.summary_data(_C.collect(), thread_sep=True)
+    for name, table in tables.items():
+        frame = table.to_pandas()
+        assert list(frame.columns)[0] == table.columns[0], name
+        assert len(frame) == len(table.rows), name
+        if table.nested:
+            assert "Level" in frame.columns
+    assert "Thread" in tables["OperatorView"].columns
