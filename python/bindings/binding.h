@@ -61,5 +61,6 @@ void bind_engine(py::module_& m);                              // engine.cpp: re
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
 void bind_record_event(py::module_& m);                        // record_event.cpp: RecordEvent (raw CPython type)
 void bind_gpu(py::module_& m);                                 // gpu.cpp: GPU tracing control
+void bind_summary(py::class_<Result>& result);                 // summary.cpp: summary tables
 
 }  // namespace profkit_py

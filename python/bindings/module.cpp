@@ -12,4 +12,5 @@ PYBIND11_MODULE(_C, m) {
   profkit_py::bind_result(m, result);
   profkit_py::bind_record_event(m);
   profkit_py::bind_gpu(m);
+  profkit_py::bind_summary(result);
 }

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Un
 
 import numpy as np
 
-from . import _C, _records
+from . import _C, _records, _summary
 from ._enums import SortedKeys, SummaryView, TracerEventType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +67,6 @@ DEVICE_EVENT_DTYPE = np.dtype(
 EVENT_ARG_DTYPE = np.dtype([("event", "<i8"), ("key", object), ("value", object)])
 
 _TYPE_NAMES = [t.name for t in TracerEventType]
-_TIME_UNITS = ("s", "ms", "us", "ns")
 
 
 def _parents(depth: np.ndarray, thread_first: np.ndarray) -> np.ndarray:
@@ -94,32 +93,6 @@ def _parents(depth: np.ndarray, thread_first: np.ndarray) -> np.ndarray:
         ok = (pos >= 0) & (found >= thread_first[children])
         parent[children] = np.where(ok, found, -1)
     return parent
-
-
-def _summary_kwargs(
-    sorted_by: Union[SortedKeys, int],
-    op_detail: bool,
-    thread_sep: bool,
-    time_unit: str,
-    views: Union[None, SummaryView, int, Iterable[Union[SummaryView, int]]],
-    row_limit: Optional[int],
-) -> Dict[str, Any]:
-    """The summary module's integer arguments from the public enum ones."""
-    if time_unit not in _TIME_UNITS:
-        raise ValueError(f"summary: time_unit must be one of {', '.join(_TIME_UNITS)}, got {time_unit!r}")
-    key = SortedKeys(sorted_by).value if not isinstance(sorted_by, SortedKeys) else sorted_by.value
-    view_list: Optional[List[int]] = None
-    if views is not None:
-        items = [views] if isinstance(views, (SummaryView, int)) else list(views)
-        view_list = [SummaryView(v).value if not isinstance(v, SummaryView) else v.value for v in items]
-    return dict(
-        sorted_by=key,
-        op_detail=bool(op_detail),
-        thread_sep=bool(thread_sep),
-        time_unit=time_unit,
-        views=view_list,
-        row_limit=row_limit,
-    )
 
 
 def _format_ns(ns: float) -> str:
@@ -415,11 +388,11 @@ class ProfilerResult:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
     ) -> str:
-        """The summary tables (SPEC §6) as text."""
-        from . import _summary
-
-        kwargs = _summary_kwargs(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
-        return _summary.summary_text(self._result, **kwargs)
+        """The summary tables (SPEC §6) as text; see ``profkit._summary.summary_text``."""
+        return _summary.summary_text(
+            self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
+            row_limit=row_limit,
+        )
 
     def summary_data(
         self,
@@ -430,11 +403,11 @@ class ProfilerResult:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
     ) -> Dict[str, Any]:
-        """The summary tables as data (dicts of rows) instead of text."""
-        from . import _summary
-
-        kwargs = _summary_kwargs(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
-        return _summary.summary_data(self._result, **kwargs)
+        """The summary tables as data: one ``SummaryTable`` per view (``.to_pandas()``)."""
+        return _summary.summary_data(
+            self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
+            row_limit=row_limit,
+        )
 
 
 def _type_name(value: int) -> str:

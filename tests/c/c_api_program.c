@@ -100,6 +100,24 @@ int main(int argc, char** argv) {
     CHECK(loaded_count == count);
     CHECK(loaded_count == count && memcmp(again, events, count * sizeof *events) == 0);
   }
+  /* The summary tables of the loaded result, as a framework would print them. */
+  {
+    pk_summary_options options;
+    char* text = NULL;
+    size_t length = 0;
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
+    pk_summary_options_init(&options);
+    options.views = PK_VIEW_BIT(PK_VIEW_OPERATOR) | PK_VIEW_BIT(PK_VIEW_MODEL);
+    options.sorted_by = PK_SORT_CPU_AVG;
+    CHECK(pk_result_summary_text(loaded, &options, &text, &length) == PK_OK);
+    CHECK(text != NULL && strlen(text) == length);
+    CHECK(text != NULL && strstr(text, "Operator Summary") != NULL && strstr(text, "aten::matmul") != NULL);
+    pk_string_free(text);
+    options.time_unit = 17;
+    text = NULL;
+    CHECK(pk_result_summary_json(loaded, &options, &text, NULL) == PK_ERR_INVALID_ARGUMENT && text == NULL);
+  }
   /* Errors come back as statuses with messages. */
   {
     pk_result* missing = NULL;

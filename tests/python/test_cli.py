@@ -95,13 +95,6 @@ def test_bad_files(tmp_path, trace):
     assert status == 1 and "is a directory" in err
 
 
-def test_summary_reports_a_missing_summary_module_as_one_line(trace, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "profkit._summary", None)  # as if the tables were not built
-    assert cli.main(["summary", trace]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("profkit: error: ") and err.count("\n") == 1
-
-
 def test_version():
     status, out, _ = run("--version")
     assert status == 0 and out.startswith("profkit ")

@@ -1,16 +1,13 @@
 """Every script in examples/ runs, as a user would run it, and writes what it says."""
 
 import glob
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
-import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-HAVE_SUMMARY = importlib.util.find_spec("profkit._summary") is not None
 
 
 def run_example(name, cwd):
@@ -81,7 +78,6 @@ def test_custom_scheduler_example(tmp_path):
     assert [steps_of(p) for p in traces(tmp_path)] == [[2, 3], [6, 7, 8]]
 
 
-@pytest.mark.skipif(not HAVE_SUMMARY, reason="profkit._summary (the summary tables) is not part of this build yet")
 def test_custom_on_trace_ready_example(tmp_path):
     import profkit
 

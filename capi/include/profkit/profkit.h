@@ -63,7 +63,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 0
+#define PK_API_VERSION_MINOR 3
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -537,6 +537,91 @@ PK_API pk_status pk_result_get_device(const pk_result* r, size_t index, pk_devic
 /* Free-form metadata (pk_set_metadata) recorded with the result. */
 PK_API size_t pk_result_metadata_count(const pk_result* r) PK_NOEXCEPT;
 PK_API pk_status pk_result_metadata(const pk_result* r, size_t index, const char** key, const char** value) PK_NOEXCEPT;
+
+/* ------------------------------------------------------------------------- */
+/* Summary tables (since 1.1)                                                */
+/* ------------------------------------------------------------------------- */
+/* The tables of paddle.profiler's summary (Device, Overview, Model,
+ * Distributed, Kernel, Operator, Memory, Memory Manipulation, UserDefined),
+ * computed from a result — collected or loaded — by the engine, as text or as
+ * JSON rows. Both functions only read the result: they are safe to call from
+ * several threads at once on the same result. */
+
+/* Row order of the name-keyed tables. The Min keys sort ascending, the
+ * others descending. Values match Python's SortedKeys. */
+typedef enum pk_sort_key {
+  PK_SORT_CPU_TOTAL = 0,
+  PK_SORT_CPU_AVG = 1,
+  PK_SORT_CPU_MAX = 2,
+  PK_SORT_CPU_MIN = 3,
+  PK_SORT_GPU_TOTAL = 4,
+  PK_SORT_GPU_AVG = 5,
+  PK_SORT_GPU_MAX = 6,
+  PK_SORT_GPU_MIN = 7
+} pk_sort_key;
+
+/* The tables. Values match Python's SummaryView; select them in
+ * pk_summary_options.views with PK_VIEW_BIT(view). */
+typedef enum pk_summary_view {
+  PK_VIEW_DEVICE = 0,
+  PK_VIEW_OVERVIEW = 1,
+  PK_VIEW_MODEL = 2,
+  PK_VIEW_DISTRIBUTED = 3,
+  PK_VIEW_KERNEL = 4,
+  PK_VIEW_OPERATOR = 5,
+  PK_VIEW_MEMORY = 6,
+  PK_VIEW_MEMORY_MANIPULATION = 7,
+  PK_VIEW_USER_DEFINED = 8
+} pk_summary_view;
+#define PK_SUMMARY_VIEW_COUNT 9
+#define PK_VIEW_BIT(view) (1u << (unsigned)(view))
+
+typedef enum pk_time_unit {
+  PK_TIME_UNIT_S = 0,
+  PK_TIME_UNIT_MS = 1,
+  PK_TIME_UNIT_US = 2,
+  PK_TIME_UNIT_NS = 3
+} pk_time_unit;
+
+typedef struct pk_summary_options {
+  size_t struct_size; /* sizeof(pk_summary_options), set by the caller */
+  int32_t sorted_by;  /* pk_sort_key; default PK_SORT_CPU_TOTAL */
+  int32_t op_detail;  /* nonzero (default): inner events and GPU work nested under each operator */
+  int32_t thread_sep; /* nonzero: Operator and UserDefined rows per thread; default 0 */
+  int32_t time_unit;  /* pk_time_unit; default PK_TIME_UNIT_MS */
+  uint32_t views;     /* OR of PK_VIEW_BIT(view); 0 (default) = every table */
+  uint32_t row_limit; /* most top-level rows per table (per thread with thread_sep); 0 (default) = all */
+} pk_summary_options;
+
+/* Fills `options` with the defaults (its struct_size set by the caller).
+ * Thread-safe. */
+PK_API void pk_summary_options_init(pk_summary_options* options) PK_NOEXCEPT;
+
+/* The summary tables as text, laid out like paddle.profiler's. `options` may
+ * be NULL for the defaults. On success *out_text receives a NUL-terminated
+ * string that the CALLER OWNS and frees with pk_string_free(); *out_length
+ * (if out_length is not NULL) its length without the NUL. On failure
+ * *out_text is NULL. An out-of-range option is PK_ERR_INVALID_ARGUMENT with
+ * the valid values in pk_last_error(). An empty result gives tables that say
+ * so, never an error. */
+PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_options* options, char** out_text,
+                                        size_t* out_length) PK_NOEXCEPT;
+
+/* The same tables as JSON data, one object per table:
+ *   {"format":"profkit-summary","version":1,"time_unit":"ms","total_time":..,
+ *    "total_time_source":"ProfileStep"|"recorded span",
+ *    "tables":[{"view":"OverView","title":"Overview Summary",
+ *               "columns":[..],"kinds":["label","count","time","percent","bytes","id"],
+ *               "nested":bool,"levels":[..],"rows":[[label, value, ..], ..],
+ *               "notes":[..],"empty_reason":".."}, ..]}
+ * Times are in the chosen unit, ratios in percent, missing values null.
+ * Ownership and errors as pk_result_summary_text. */
+PK_API pk_status pk_result_summary_json(const pk_result* r, const pk_summary_options* options, char** out_json,
+                                        size_t* out_length) PK_NOEXCEPT;
+
+/* Frees a string returned by pk_result_summary_text / _json. NULL is
+ * ignored. Thread-safe. */
+PK_API void pk_string_free(char* text) PK_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

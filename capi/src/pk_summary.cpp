@@ -1,0 +1,97 @@
+// Summary entry points of the C ABI: the tables as text or JSON, returned in
+// library-allocated strings the caller frees with pk_string_free().
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "capi_guard.h"
+#include "result_handle.h"
+#include "summary/json_writer.h"
+#include "summary/summary.h"
+#include "summary/text_renderer.h"
+
+using profkit::guarded;
+using profkit::require;
+
+namespace {
+
+pk_summary_options defaults() {
+  pk_summary_options o{};
+  o.struct_size = sizeof o;
+  o.sorted_by = PK_SORT_CPU_TOTAL;
+  o.op_detail = 1;
+  o.thread_sep = 0;
+  o.time_unit = PK_TIME_UNIT_MS;
+  o.views = 0;
+  o.row_limit = 0;
+  return o;
+}
+
+// The caller's options over the defaults, reading only the fields its
+// struct_size covers (an older caller's struct is shorter).
+profkit::SummaryOptions read_options(const pk_summary_options* options, const char* function) {
+  pk_summary_options given = defaults();
+  if (options != nullptr) {
+    if (options->struct_size < sizeof(size_t)) {
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) +
+                                                        ": set options->struct_size to sizeof(pk_summary_options) "
+                                                        "(or pass NULL for the defaults)");
+    }
+    const size_t n = options->struct_size < sizeof given ? options->struct_size : sizeof given;
+    std::memcpy(reinterpret_cast<char*>(&given) + sizeof(size_t),
+                reinterpret_cast<const char*>(options) + sizeof(size_t), n - sizeof(size_t));
+  }
+  return profkit::make_summary_options(given.sorted_by, given.op_detail != 0, given.thread_sep != 0, given.time_unit,
+                                       given.views, given.row_limit);
+}
+
+void hand_out(const std::string& text, char** out, size_t* out_length) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  *out = copy;
+  if (out_length != nullptr) *out_length = text.size();
+}
+
+template <class Render>
+pk_status summarize(const char* function, const pk_result* r, const pk_summary_options* options, char** out,
+                    size_t* out_length, Render render) {
+  return guarded(function, [&] {
+    require(out, function, "out");
+    *out = nullptr;
+    if (out_length != nullptr) *out_length = 0;
+    if (r == nullptr || r->impl == nullptr) {
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": the result is NULL");
+    }
+    const profkit::SummaryOptions o = read_options(options, function);
+    hand_out(render(profkit::compute_summary(*r->impl, o)), out, out_length);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+PK_API void pk_summary_options_init(pk_summary_options* options) noexcept {
+  if (options == nullptr || options->struct_size < sizeof(size_t)) return;
+  const pk_summary_options d = defaults();
+  const size_t n = options->struct_size < sizeof d ? options->struct_size : sizeof d;
+  std::memcpy(reinterpret_cast<char*>(options) + sizeof(size_t), reinterpret_cast<const char*>(&d) + sizeof(size_t),
+              n - sizeof(size_t));
+}
+
+PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_options* options, char** out_text,
+                                        size_t* out_length) noexcept {
+  return summarize("pk_result_summary_text", r, options, out_text, out_length,
+                   [](const profkit::Summary& s) { return profkit::render_summary_text(s); });
+}
+
+PK_API pk_status pk_result_summary_json(const pk_result* r, const pk_summary_options* options, char** out_json,
+                                        size_t* out_length) noexcept {
+  return summarize("pk_result_summary_json", r, options, out_json, out_length,
+                   [](const profkit::Summary& s) { return profkit::render_summary_json(s); });
+}
+
+PK_API void pk_string_free(char* text) noexcept { std::free(text); }
+
+}  // extern "C"

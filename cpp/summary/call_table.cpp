@@ -1,0 +1,66 @@
+#include "summary/call_table.h"
+
+#include <algorithm>
+#include <string>
+
+namespace profkit {
+
+CallColumns add_call_columns(SummaryTable& table, bool with_thread, bool with_cpu) {
+  CallColumns c;
+  c.has_thread = with_thread;
+  c.has_cpu = with_cpu;
+  if (with_thread) c.thread = table.add_column("Thread", ColumnKind::kId);
+  c.calls = table.add_column("Calls", ColumnKind::kCount);
+  if (with_cpu) {
+    c.cpu = table.value_count();
+    table.add_time_stat_columns("CPU", /*device_only=*/false);
+  }
+  c.gpu = table.value_count();
+  table.add_time_stat_columns("GPU", /*device_only=*/with_cpu);
+  return c;
+}
+
+void fill_call_row(SummaryRow& row, const CallColumns& columns, const CallStats& stats, uint64_t tid,
+                   double cpu_denominator, double gpu_denominator) {
+  if (columns.has_thread) row.values[columns.thread] = static_cast<double>(tid);
+  row.values[columns.calls] = static_cast<double>(stats.calls);
+  if (columns.has_cpu) fill_time_stats(row, columns.cpu, stats.cpu, cpu_denominator);
+  fill_time_stats(row, columns.gpu, stats.gpu, gpu_denominator);
+}
+
+uint64_t thread_id(const Result& result, uint32_t thread) noexcept {
+  return thread < result.threads.size() ? result.threads[thread].tid : 0;
+}
+
+void add_sorted_rows(SummaryTable& table, const CallColumns& columns, std::vector<FlatEntry>& entries,
+                     const SummaryContext& context, double cpu_denominator, double gpu_denominator) {
+  const SortKey key = context.options.sorted_by;
+  sort_by_key(
+      entries, key, [](const FlatEntry& e) -> const CallStats& { return *e.stats; },
+      [](const FlatEntry& e) { return e.label; });
+  // Group by thread, keeping the key order within each (stable).
+  if (columns.has_thread) {
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const FlatEntry& a, const FlatEntry& b) { return a.thread < b.thread; });
+  }
+  const uint64_t limit = context.options.row_limit;
+  uint64_t left_out = 0;
+  uint64_t in_group = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0 && entries[i].thread != entries[i - 1].thread) in_group = 0;
+    if (limit != 0 && in_group >= limit) {
+      ++left_out;
+      continue;
+    }
+    ++in_group;
+    SummaryRow& row = table.add_row(std::string(entries[i].label));
+    fill_call_row(row, columns, *entries[i].stats, thread_id(*context.result, entries[i].thread), cpu_denominator,
+                  gpu_denominator);
+  }
+  if (left_out > 0) {
+    table.notes.push_back(std::to_string(left_out) + " more rows not shown (row_limit=" + std::to_string(limit) +
+                          (columns.has_thread ? " per thread)" : ")"));
+  }
+}
+
+}  // namespace profkit

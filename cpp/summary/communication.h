@@ -1,0 +1,53 @@
+// Which GPU work is communication, and the communication / computation time
+// the Overview and Distributed tables show (SPEC §6).
+//
+// GPU work is communication when it was launched inside a Communication host
+// event, or when it is a kernel whose name contains "nccl" (any case; NCCL
+// kernels are often launched by a library's own thread). Communication time
+// is the union of Communication host events and that GPU work; computation
+// time the union of every other kernel; overlap their intersection.
+//
+// Thread-safety: the marker is a walk visitor (one walk); the rest is pure.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "summary/host_walk.h"
+#include "summary/interval_set.h"
+#include "summary/summary_context.h"
+
+namespace profkit {
+
+// Marks device events launched under a Communication host event.
+class CommunicationLaunches : public HostEventVisitor {
+ public:
+  explicit CommunicationLaunches(size_t device_event_count) : marked_(device_event_count, false) {}
+  uint32_t type_mask() const override { return 0; }
+  bool wants_launches() const override { return true; }
+  void on_launch(const OpenStack& stack, const LaunchedWork& work) override {
+    if (stack.back().in_communication) marked_[work.device_event] = true;
+  }
+  bool marked(uint64_t device_event) const noexcept { return device_event < marked_.size() && marked_[device_event]; }
+
+ private:
+  std::vector<bool> marked_;
+};
+
+struct CommunicationTimes {
+  IntervalList gpu;          // communication GPU work, merged
+  IntervalList all;          // CPU ∪ GPU communication
+  IntervalList computation;  // other kernels
+  uint64_t gpu_calls = 0;    // communication GPU records
+  uint64_t overlap_ns = 0;   // |all ∩ computation|
+  bool any() const noexcept { return !all.empty() || gpu_calls > 0; }
+};
+
+// `launches` may be null (no Communication host events were recorded).
+CommunicationTimes compute_communication(const SummaryContext& context, const CommunicationLaunches* launches);
+
+// Whether `name` contains `needle` (ASCII, any case).
+bool contains_ignoring_case(std::string_view name, std::string_view needle) noexcept;
+
+}  // namespace profkit

@@ -1,0 +1,144 @@
+#include "summary/host_walk.h"
+
+#include <algorithm>
+#include <array>
+
+#include "profkit/profkit.h"
+
+namespace profkit {
+
+namespace {
+
+bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
+
+// GPU work in the order of its launching host event. Host events are grouped
+// by thread, and a thread's GPU work usually starts in the order it was
+// launched, so bucketing by thread leaves runs that are already sorted: no
+// full sort of millions of records in the common case.
+std::vector<LaunchedWork> launch_order(const Result& r) {
+  const size_t threads = r.threads.size();
+  std::vector<uint64_t> bucket_start(threads + 1, 0);
+  std::vector<uint32_t> thread_of_launch(r.device_events.size(), UINT32_MAX);
+  for (uint64_t d = 0; d < r.device_events.size(); ++d) {
+    const uint64_t host = r.device_events[d].launch_event;
+    if (host >= r.host_events.size() || threads == 0) continue;
+    thread_of_launch[d] = static_cast<uint32_t>(r.thread_of(host));
+    ++bucket_start[thread_of_launch[d] + 1];
+  }
+  for (size_t t = 0; t < threads; ++t) bucket_start[t + 1] += bucket_start[t];
+  std::vector<LaunchedWork> order(bucket_start[threads]);
+  std::vector<uint64_t> next(bucket_start.begin(), bucket_start.end() - 1);
+  for (uint64_t d = 0; d < r.device_events.size(); ++d) {
+    if (thread_of_launch[d] == UINT32_MAX) continue;
+    const pk_device_event& e = r.device_events[d];
+    order[next[thread_of_launch[d]]++] = {e.launch_event, d, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0, e.name,
+                                          e.type};
+  }
+  auto by_launch = [](const LaunchedWork& a, const LaunchedWork& b) {
+    return a.host_event != b.host_event ? a.host_event < b.host_event : a.device_event < b.device_event;
+  };
+  for (size_t t = 0; t < threads; ++t) {
+    auto first = order.begin() + static_cast<ptrdiff_t>(bucket_start[t]);
+    auto last = order.begin() + static_cast<ptrdiff_t>(bucket_start[t + 1]);
+    if (!std::is_sorted(first, last, by_launch)) std::sort(first, last, by_launch);
+  }
+  return order;
+}
+
+class Walk {
+ public:
+  Walk(const Result& r, const std::vector<HostEventVisitor*>& visitors) : r_(r), launches_(launch_order(r)) {
+    for (HostEventVisitor* v : visitors) {
+      const uint32_t mask = v->type_mask();
+      for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
+        if (mask & type_bit(t)) by_type_[t].push_back({v, v->name_filter()});
+      }
+      if (v->wants_launches()) launch_visitors_.push_back(v);
+    }
+    all_ = visitors;
+  }
+
+  void run() {
+    size_t next_launch = 0;
+    for (size_t t = 0; t < r_.threads.size(); ++t) {
+      for (HostEventVisitor* v : all_) v->begin_thread(t);
+      const ThreadRecord& thread = r_.threads[t];
+      const uint64_t end = std::min<uint64_t>(thread.first_event + thread.event_count, r_.host_events.size());
+      // Launches of events before this thread (none in a well-formed Result)
+      // are skipped, not misattributed.
+      while (next_launch < launches_.size() && launches_[next_launch].host_event < thread.first_event) {
+        ++next_launch;
+      }
+      for (uint64_t i = thread.first_event; i < end; ++i) {
+        const pk_host_event& e = r_.host_events[i];
+        while (stack_.size() > e.depth) close_top();
+        open(i, e);
+        while (next_launch < launches_.size() && launches_[next_launch].host_event == i) {
+          launch(launches_[next_launch++]);
+        }
+      }
+      while (!stack_.empty()) close_top();
+    }
+  }
+
+ private:
+  static uint32_t type_of(const pk_host_event& e) noexcept {
+    return e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
+  }
+
+  void open(uint64_t i, const pk_host_event& e) {
+    if (stack_.full()) close_top();  // only with inconsistent depths
+    OpenEvent o;
+    o.index = i;
+    o.name = e.name;
+    const uint32_t type = type_of(e);
+    o.type = static_cast<uint8_t>(type);
+    if (!stack_.empty()) {
+      const OpenEvent& parent = stack_.back();
+      const uint32_t parent_position = static_cast<uint32_t>(stack_.size() - 1);
+      o.nearest_op = is_operator_like(parent.type) ? parent_position : parent.nearest_op;
+      o.in_communication = parent.in_communication;
+    }
+    if (type == PK_EVENT_COMMUNICATION) o.in_communication = true;
+    stack_.push(o);
+    for (const Subscriber& s : by_type_[type]) {
+      if (s.wants(o.name)) s.visitor->on_open(stack_);
+    }
+  }
+
+  void close_top() {
+    const OpenEvent& closed = stack_.pop();  // no copy: read in place
+    for (const Subscriber& s : by_type_[closed.type]) {
+      if (s.wants(closed.name)) s.visitor->on_close(stack_, closed);
+    }
+    if (!stack_.empty()) stack_.top().gpu_ns += closed.gpu_ns;
+  }
+
+  void launch(const LaunchedWork& work) {
+    stack_.top().gpu_ns += work.duration_ns;
+    for (HostEventVisitor* v : launch_visitors_) v->on_launch(stack_, work);
+  }
+
+  const Result& r_;
+  std::vector<LaunchedWork> launches_;
+  struct Subscriber {
+    HostEventVisitor* visitor;
+    const std::vector<uint8_t>* names;
+    bool wants(uint32_t name) const noexcept {
+      return names == nullptr || (name < names->size() && (*names)[name] != 0);
+    }
+  };
+
+  std::array<std::vector<Subscriber>, PK_EVENT_TYPE_COUNT> by_type_;
+  std::vector<HostEventVisitor*> launch_visitors_;
+  std::vector<HostEventVisitor*> all_;
+  OpenStack stack_;
+};
+
+}  // namespace
+
+void walk_host_events(const Result& result, const std::vector<HostEventVisitor*>& visitors) {
+  Walk(result, visitors).run();
+}
+
+}  // namespace profkit

@@ -1,0 +1,169 @@
+#include "summary/operator_table.h"
+
+#include <algorithm>
+#include <string>
+
+#include "summary/call_table.h"
+
+namespace profkit {
+
+namespace {
+
+bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
+
+uint64_t child_key(uint32_t parent, uint32_t name) noexcept { return (static_cast<uint64_t>(parent) << 32) | name; }
+
+}  // namespace
+
+OperatorTable::OperatorTable(const SummaryContext& context)
+    : context_(context),
+      device_names_(context.result->strings),
+      operator_slots_(context.result->strings.size(), context.options.thread_sep) {}
+
+void OperatorTable::begin_thread(size_t thread) {
+  operator_slots_.begin_thread();
+  if (context_.options.thread_sep) thread_ = static_cast<uint32_t>(thread);
+}
+
+uint32_t OperatorTable::operator_row(uint32_t name) {
+  uint32_t& slot = operator_slots_.slot(name);
+  if (slot == kNone) {
+    slot = static_cast<uint32_t>(rows_.size());
+    rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}});
+  }
+  return slot;
+}
+
+uint32_t OperatorTable::child_row(uint32_t parent, uint32_t name, RowKind kind) {
+  FlatIndex& index = kind == RowKind::kDevice ? device_rows_ : inner_rows_;
+  const auto next = static_cast<uint32_t>(rows_.size());
+  const uint32_t row = index.find_or_insert(child_key(parent, name), next);
+  if (row == next) rows_.push_back({rows_[parent].thread, name, parent, kind, {}});
+  return row;
+}
+
+void OperatorTable::on_open(const OpenStack& stack) {
+  const size_t position = stack.size() - 1;
+  if (operator_at_.size() <= position) {
+    operator_at_.resize(position + 1, kNone);
+    inner_at_.resize(position + 1, kNone);
+  }
+  const pk_host_event& e = context_.result->host_events[stack[position].index];
+  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name) : kNone;
+  inner_at_[position] = kNone;
+  const uint32_t enclosing = stack[position].nearest_op;
+  if (context_.options.op_detail && enclosing != kNoPosition && operator_at_[enclosing] != kNone) {
+    inner_at_[position] = child_row(operator_at_[enclosing], e.name, RowKind::kInner);
+  }
+}
+
+void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
+  const size_t position = stack.size();
+  const pk_host_event& e = context_.result->host_events[closed.index];
+  const uint64_t cpu = duration_ns(e.start_ns, e.end_ns);
+  for (uint32_t row : {operator_at_[position], inner_at_[position]}) {
+    if (row == kNone) continue;
+    CallStats& s = rows_[row].stats;
+    ++s.calls;
+    s.cpu.add(cpu);
+    s.gpu.add(closed.gpu_ns);
+  }
+}
+
+void OperatorTable::on_launch(const OpenStack& stack, const LaunchedWork& work) {
+  const OpenEvent& launcher = stack.back();
+  uint32_t at = is_operator_like(launcher.type) ? static_cast<uint32_t>(stack.size() - 1) : launcher.nearest_op;
+  if (at == kNoPosition) return;
+  const uint32_t name = device_names_.id_of(work.name, work.type);
+  const uint64_t ns = work.duration_ns;
+  // Walk out through the enclosing operator-like events: the work belongs
+  // under each Operator, directly or inside the inner event it went through.
+  uint32_t inside = kNoPosition;
+  while (at != kNoPosition) {
+    if (operator_at_[at] != kNone) {
+      const uint32_t parent = inside == kNoPosition ? operator_at_[at] : inner_at_[inside];
+      if (parent != kNone) {
+        CallStats& s = rows_[child_row(parent, name, RowKind::kDevice)].stats;
+        ++s.calls;
+        s.gpu.add(ns);
+      }
+    }
+    inside = at;
+    at = stack[at].nearest_op;
+  }
+}
+
+std::string_view OperatorTable::label(const Row& row) const {
+  return row.kind == RowKind::kDevice ? std::string_view(device_names_.text(row.name))
+                                      : context_.result->strings.view_or_empty(row.name);
+}
+
+SummaryTable OperatorTable::table() {
+  SummaryTable t(SummaryView::kOperator, "Operator Summary", "Name");
+  t.has_device_data = context_.has_device_data;
+  t.nested = context_.options.op_detail;
+  const CallColumns columns = add_call_columns(t, context_.options.thread_sep);
+  if (rows_.empty()) {
+    t.empty_reason = "no Operator events recorded";
+    return t;
+  }
+  const SortKey key = context_.options.sorted_by;
+  std::vector<uint32_t> top;
+  std::vector<std::vector<uint32_t>> inner(rows_.size());
+  std::vector<std::vector<uint32_t>> device(rows_.size());
+  for (uint32_t i = 0; i < rows_.size(); ++i) {
+    const Row& row = rows_[i];
+    if (row.parent == kNone) {
+      top.push_back(i);
+    } else {
+      (row.kind == RowKind::kDevice ? device : inner)[row.parent].push_back(i);
+    }
+  }
+  auto stats_of = [&](uint32_t i) -> const CallStats& { return rows_[i].stats; };
+  auto label_of = [&](uint32_t i) { return label(rows_[i]); };
+  sort_by_key(top, key, stats_of, label_of);
+  if (context_.options.thread_sep) {
+    std::stable_sort(top.begin(), top.end(), [&](uint32_t a, uint32_t b) { return rows_[a].thread < rows_[b].thread; });
+  }
+  const double total = static_cast<double>(context_.total_time_ns);
+  auto emit = [&](uint32_t i, uint32_t level, double cpu_denominator, double gpu_denominator) {
+    SummaryRow& row = t.add_row(std::string(label(rows_[i])), level);
+    fill_call_row(row, columns, rows_[i].stats, thread_id(*context_.result, rows_[i].thread), cpu_denominator,
+                  gpu_denominator);
+  };
+  auto emit_devices = [&](uint32_t parent, uint32_t level) {
+    std::vector<uint32_t>& list = device[parent];
+    sort_by_key(list, key, stats_of, label_of);
+    for (uint32_t i : list) emit(i, level, 0, static_cast<double>(rows_[parent].stats.gpu.total));
+  };
+
+  const uint64_t limit = context_.options.row_limit;
+  uint64_t left_out = 0;
+  uint64_t in_group = 0;
+  for (size_t k = 0; k < top.size(); ++k) {
+    const uint32_t op = top[k];
+    if (k > 0 && rows_[op].thread != rows_[top[k - 1]].thread) in_group = 0;
+    if (limit != 0 && in_group >= limit) {
+      ++left_out;
+      continue;
+    }
+    ++in_group;
+    emit(op, 0, total, total);
+    const Row& parent = rows_[op];
+    sort_by_key(inner[op], key, stats_of, label_of);
+    for (uint32_t i : inner[op]) {
+      emit(i, 1, static_cast<double>(parent.stats.cpu.total), static_cast<double>(parent.stats.gpu.total));
+      emit_devices(i, 2);
+    }
+    emit_devices(op, 1);
+  }
+  if (left_out > 0) {
+    t.notes.push_back(std::to_string(left_out) + " more operators not shown (row_limit=" + std::to_string(limit) +
+                      (context_.options.thread_sep ? " per thread)" : ")"));
+  }
+  t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ")" +
+                    (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
+  return t;
+}
+
+}  // namespace profkit

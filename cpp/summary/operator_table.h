@@ -1,0 +1,70 @@
+// Operator Summary: one row per operator name (events of type Operator, at
+// any depth) with calls, CPU inclusive time and the GPU time of the work
+// launched inside it; ratios to total_time; ordered by sorted_by; one group
+// of rows per thread with thread_sep.
+//
+// With op_detail, each operator row is followed by what happened inside it,
+// one level down, with ratios to that operator row's own totals:
+//   - its inner events: OperatorInner and nested Operator events whose
+//     nearest enclosing Operator/OperatorInner is the operator, by name; each
+//     followed (two levels down) by the GPU work launched inside it, by name;
+//   - the GPU work it launched itself (not inside an inner event), by name.
+// So the rows under an operator split its GPU time without counting any
+// work twice. GPU work is named as in the Kernel table.
+//
+// Thread-safety: a walk visitor, then a table() call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "summary/call_stats.h"
+#include "summary/flat_index.h"
+#include "summary/host_walk.h"
+#include "summary/kernel_name.h"
+#include "summary/name_stats_map.h"
+#include "summary/summary_context.h"
+#include "summary/summary_table.h"
+
+namespace profkit {
+
+class OperatorTable : public HostEventVisitor {
+ public:
+  explicit OperatorTable(const SummaryContext& context);
+  uint32_t type_mask() const override { return type_bit(PK_EVENT_OPERATOR) | type_bit(PK_EVENT_OPERATOR_INNER); }
+  void begin_thread(size_t thread) override;
+  void on_open(const OpenStack& stack) override;
+  void on_close(const OpenStack& stack, const OpenEvent& closed) override;
+  bool wants_launches() const override { return context_.options.op_detail; }
+  void on_launch(const OpenStack& stack, const LaunchedWork& work) override;
+  SummaryTable table();
+
+ private:
+  static constexpr uint32_t kNone = NameSlots::kNone;
+  enum class RowKind : uint8_t { kOperator, kInner, kDevice };
+  struct Row {
+    uint32_t thread;
+    uint32_t name;    // string id (kOperator, kInner) or DeviceNames id (kDevice)
+    uint32_t parent;  // row index, kNone for operator rows
+    RowKind kind;
+    CallStats stats;
+  };
+
+  uint32_t operator_row(uint32_t name);
+  uint32_t child_row(uint32_t parent, uint32_t name, RowKind kind);
+  std::string_view label(const Row& row) const;
+
+  const SummaryContext& context_;
+  DeviceNames device_names_;
+  NameSlots operator_slots_;
+  std::vector<Row> rows_;
+  FlatIndex inner_rows_;   // (parent << 32 | name) -> row
+  FlatIndex device_rows_;  // (parent << 32 | device name) -> row
+  // Per stack position of an open Operator/OperatorInner event: its operator
+  // row (Operator events) and its inner row under the enclosing operator.
+  std::vector<uint32_t> operator_at_;
+  std::vector<uint32_t> inner_at_;
+  uint32_t thread_ = 0;
+};
+
+}  // namespace profkit

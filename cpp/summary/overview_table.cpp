@@ -1,0 +1,88 @@
+#include "summary/overview_table.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/event_types.h"
+
+namespace profkit {
+
+namespace {
+
+struct TypeRow {
+  uint32_t type;
+  uint64_t calls;
+  double cpu_ns;  // NaN when the type has no host side
+  double gpu_ns;  // NaN when it has no GPU side
+};
+
+double largest_time(const TypeRow& r) {
+  const double cpu = is_missing(r.cpu_ns) ? -1 : r.cpu_ns;
+  const double gpu = is_missing(r.gpu_ns) ? -1 : r.gpu_ns;
+  return std::max(cpu, gpu);
+}
+
+}  // namespace
+
+SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTimes& communication) {
+  SummaryTable t(SummaryView::kOverview, "Overview Summary", "Event Type");
+  t.nested = true;
+  t.has_device_data = c.has_device_data;
+  const size_t calls = t.add_column("Calls", ColumnKind::kCount);
+  const size_t cpu = t.add_column("CPU Time", ColumnKind::kTime);
+  const size_t cpu_ratio = t.add_column("CPU Ratio(%)", ColumnKind::kPercent);
+  const size_t gpu = t.add_column("GPU Time", ColumnKind::kTime, {}, /*device_only=*/true);
+  const size_t gpu_ratio = t.add_column("GPU Ratio(%)", ColumnKind::kPercent, {}, /*device_only=*/true);
+  const double total = static_cast<double>(c.total_time_ns);
+
+  SummaryRow& first = t.add_row(c.has_steps ? "ProfileStep" : "Total Time");
+  if (c.has_steps) first.values[calls] = static_cast<double>(c.host_calls[PK_EVENT_PROFILE_STEP]);
+  first.values[cpu] = total;
+  first.values[cpu_ratio] = percent(total, total);
+
+  std::vector<TypeRow> host;
+  std::vector<TypeRow> device;
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    if (type == PK_EVENT_PROFILE_STEP) continue;
+    if (is_device_type(type)) {
+      if (c.device_calls[type] > 0) {
+        device.push_back({type, c.device_calls[type], kMissing, static_cast<double>(c.device_union_ns[type])});
+      }
+    } else if (type == PK_EVENT_COMMUNICATION) {
+      if (c.host_calls[type] > 0 || communication.gpu_calls > 0) {
+        TypeRow row{type, c.host_calls[type], kMissing, kMissing};
+        if (c.host_calls[type] > 0) row.cpu_ns = static_cast<double>(c.host_union_ns[type]);
+        if (communication.gpu_calls > 0) row.gpu_ns = static_cast<double>(total_length(communication.gpu));
+        (c.host_calls[type] > 0 ? host : device).push_back(row);
+      }
+    } else if (c.host_calls[type] > 0) {
+      host.push_back({type, c.host_calls[type], static_cast<double>(c.host_union_ns[type]), kMissing});
+    }
+  }
+  // Largest first; equal times in type order.
+  auto by_time = [](const TypeRow& a, const TypeRow& b) { return largest_time(a) > largest_time(b); };
+  std::stable_sort(host.begin(), host.end(), by_time);
+  std::stable_sort(device.begin(), device.end(), by_time);
+  for (const std::vector<TypeRow>* group : {&host, &device}) {
+    for (const TypeRow& r : *group) {
+      SummaryRow& row = t.add_row(std::string(event_type_name(r.type)), 1);
+      row.values[calls] = static_cast<double>(r.calls);
+      if (!is_missing(r.cpu_ns)) {
+        row.values[cpu] = r.cpu_ns;
+        row.values[cpu_ratio] = percent(r.cpu_ns, total);
+      }
+      if (!is_missing(r.gpu_ns)) {
+        row.values[gpu] = r.gpu_ns;
+        row.values[gpu_ratio] = percent(r.gpu_ns, total);
+      }
+    }
+  }
+  t.notes.push_back(std::string("Time of one type counts once where its events overlap (across threads") +
+                    (c.has_device_data ? " for CPU types, across streams for GPU types" : "") +
+                    "); types nest and overlap each other, so ratios do not add up to 100%.");
+  t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
+  return t;
+}
+
+}  // namespace profkit

@@ -1,0 +1,92 @@
+#include "summary/summary.h"
+
+#include <memory>
+#include <optional>
+
+#include "summary/communication.h"
+#include "summary/device_table.h"
+#include "summary/distributed_table.h"
+#include "summary/host_walk.h"
+#include "summary/kernel_table.h"
+#include "summary/memory_manipulation_table.h"
+#include "summary/memory_table.h"
+#include "summary/model_table.h"
+#include "summary/operator_table.h"
+#include "summary/overview_table.h"
+#include "summary/summary_context.h"
+#include "summary/userdefined_table.h"
+
+namespace profkit {
+
+Summary compute_summary(const Result& result, const SummaryOptions& options) {
+  const SummaryContext context = make_summary_context(result, options);
+
+  // The tables that need the event trees share one walk.
+  std::optional<ModelTable> model;
+  std::optional<OperatorTable> op;
+  std::optional<MemoryManipulationTable> memory_manipulation;
+  std::optional<UserDefinedTable> user_defined;
+  std::optional<CommunicationLaunches> communication_launches;
+  std::vector<HostEventVisitor*> visitors;
+  if (options.wants(SummaryView::kModel)) visitors.push_back(&model.emplace(context));
+  if (options.wants(SummaryView::kOperator)) visitors.push_back(&op.emplace(context));
+  if (options.wants(SummaryView::kMemoryManipulation)) visitors.push_back(&memory_manipulation.emplace(context));
+  if (options.wants(SummaryView::kUserDefined)) visitors.push_back(&user_defined.emplace(context));
+  const bool wants_communication = options.wants(SummaryView::kOverview) || options.wants(SummaryView::kDistributed);
+  if (wants_communication && context.host_calls[PK_EVENT_COMMUNICATION] > 0 && !result.device_events.empty()) {
+    visitors.push_back(&communication_launches.emplace(result.device_events.size()));
+  }
+  if (!visitors.empty()) walk_host_events(result, visitors);
+  CommunicationTimes communication;
+  if (wants_communication) {
+    communication = compute_communication(context, communication_launches ? &*communication_launches : nullptr);
+  }
+
+  Summary s;
+  s.options = options;
+  s.total_time_ns = context.total_time_ns;
+  s.total_time_is_steps = context.has_steps;
+  for (int32_t v = 0; v < kSummaryViewCount; ++v) {
+    const auto view = static_cast<SummaryView>(v);
+    if (!options.wants(view)) continue;
+    switch (view) {
+      case SummaryView::kDevice:
+        s.tables.push_back(make_device_table(context));
+        break;
+      case SummaryView::kOverview:
+        s.tables.push_back(make_overview_table(context, communication));
+        break;
+      case SummaryView::kModel:
+        s.tables.push_back(model->table());
+        break;
+      case SummaryView::kDistributed:
+        s.tables.push_back(make_distributed_table(context, communication));
+        break;
+      case SummaryView::kKernel:
+        s.tables.push_back(make_kernel_table(context));
+        break;
+      case SummaryView::kOperator:
+        s.tables.push_back(op->table());
+        break;
+      case SummaryView::kMemory:
+        s.tables.push_back(make_memory_table(context));
+        break;
+      case SummaryView::kMemoryManipulation:
+        s.tables.push_back(memory_manipulation->table());
+        break;
+      case SummaryView::kUserDefined:
+        s.tables.push_back(user_defined->table());
+        break;
+    }
+  }
+  return s;
+}
+
+const SummaryTable* find_table(const Summary& summary, SummaryView view) noexcept {
+  for (const SummaryTable& t : summary.tables) {
+    if (t.view == view) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace profkit

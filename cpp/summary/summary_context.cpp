@@ -1,0 +1,159 @@
+#include "summary/summary_context.h"
+
+#include <algorithm>
+#include <map>
+
+namespace profkit {
+
+namespace {
+
+bool keeps_intervals(uint32_t type) noexcept {
+  switch (type) {
+    case PK_EVENT_PROFILE_STEP:
+    case PK_EVENT_DATALOADER:
+    case PK_EVENT_FORWARD:
+    case PK_EVENT_BACKWARD:
+    case PK_EVENT_OPTIMIZATION:
+    case PK_EVENT_COMMUNICATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint32_t host_type(const pk_host_event& e) noexcept {
+  return e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
+}
+
+// Host types: a first pass counts each type's events and the threads they
+// are on; then one merged segment per thread and a k-way union per type.
+// A type on a single thread needs no segments (its merged length is its
+// union), and the others get storage reserved once, never regrown.
+void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
+  std::array<uint64_t, PK_EVENT_TYPE_COUNT> timed{};  // events of positive length
+  std::array<uint32_t, PK_EVENT_TYPE_COUNT> threads_with{};
+  for (const ThreadRecord& t : r.threads) {
+    std::array<uint64_t, PK_EVENT_TYPE_COUNT> here{};
+    const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
+    for (uint64_t i = t.first_event; i < end; ++i) {
+      const pk_host_event& e = r.host_events[i];
+      const uint32_t type = host_type(e);
+      ++c.host_calls[type];
+      *first = std::min(*first, e.start_ns);
+      *last = std::max(*last, e.end_ns);
+      here[type] += e.end_ns > e.start_ns;
+    }
+    for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+      timed[type] += here[type];
+      threads_with[type] += here[type] > 0;
+    }
+  }
+
+  std::array<bool, PK_EVENT_TYPE_COUNT> segmented{};
+  std::array<SegmentedIntervals, PK_EVENT_TYPE_COUNT> segments;
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    segmented[type] = threads_with[type] > 1 || (threads_with[type] == 1 && keeps_intervals(type));
+    if (segmented[type]) segments[type].storage().reserve(timed[type]);
+  }
+  std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> mergers;
+  for (const ThreadRecord& t : r.threads) {
+    for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+      if (segmented[type]) segments[type].begin_segment();
+      mergers[type] = IntervalMerger(segmented[type] ? &segments[type].storage() : nullptr);
+    }
+    const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
+    for (uint64_t i = t.first_event; i < end; ++i) {
+      const pk_host_event& e = r.host_events[i];
+      mergers[host_type(e)].add(e.start_ns, e.end_ns);
+    }
+    for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+      mergers[type].flush();
+      if (!segmented[type]) c.host_union_ns[type] += mergers[type].length();
+    }
+  }
+
+  IntervalList model;
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    if (!segmented[type]) continue;
+    IntervalList merged;
+    c.host_union_ns[type] = segments[type].union_length(keeps_intervals(type) ? &merged : nullptr);
+    segments[type].clear();  // free as we go: the lists can be as large as the events
+    switch (type) {
+      case PK_EVENT_PROFILE_STEP:
+        c.step_union = std::move(merged);
+        break;
+      case PK_EVENT_COMMUNICATION:
+        c.communication_cpu = std::move(merged);
+        break;
+      case PK_EVENT_DATALOADER:
+      case PK_EVENT_FORWARD:
+      case PK_EVENT_BACKWARD:
+      case PK_EVENT_OPTIMIZATION:
+        model = model.empty() ? std::move(merged) : union_of(model, merged);
+        break;
+      default:
+        break;
+    }
+  }
+  c.model_union = std::move(model);
+}
+
+// GPU types: device events are sorted by start across all streams, so one
+// streaming merge per type (and per device for kernels) gives the union.
+void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
+  std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> by_type;
+  std::map<uint32_t, IntervalMerger> kernels_by_device;
+  for (const DeviceInfo& d : r.devices) {
+    if (d.id >= 0) kernels_by_device.emplace(static_cast<uint32_t>(d.id), IntervalMerger());
+  }
+  for (const pk_device_event& e : r.device_events) {
+    if (e.type != PK_EVENT_KERNEL && e.type != PK_EVENT_MEMCPY && e.type != PK_EVENT_MEMSET) continue;
+    c.has_device_data = true;
+    ++c.device_calls[e.type];
+    if (e.end_ns <= e.start_ns) continue;
+    *first = std::min(*first, e.start_ns);
+    *last = std::max(*last, e.end_ns);
+    by_type[e.type].add(e.start_ns, e.end_ns);
+    if (e.type == PK_EVENT_KERNEL) kernels_by_device[e.device].add(e.start_ns, e.end_ns);
+  }
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    by_type[type].flush();
+    c.device_union_ns[type] = by_type[type].length();
+  }
+  for (auto& [device, merger] : kernels_by_device) {
+    merger.flush();
+    c.kernel_union_by_device.emplace_back(device, merger.length());
+  }
+}
+
+}  // namespace
+
+SummaryContext make_summary_context(const Result& result, const SummaryOptions& options) {
+  SummaryContext c;
+  c.result = &result;
+  c.options = options;
+  uint64_t first = UINT64_MAX;
+  uint64_t last = 0;
+  add_host_unions(result, c, &first, &last);
+  add_device_unions(result, c, &first, &last);
+
+  if (result.info.end_ns > result.info.start_ns) {
+    c.span_start_ns = result.info.start_ns;
+    c.span_end_ns = result.info.end_ns;
+  } else if (last > first) {
+    c.span_start_ns = first;
+    c.span_end_ns = last;
+  }
+  const uint64_t steps = total_length(c.step_union);
+  c.has_steps = steps > 0;
+  if (c.has_steps) {
+    c.total_time_ns = steps;
+    c.total_window = c.step_union;
+  } else {
+    c.total_time_ns = c.elapsed_ns();
+    if (c.total_time_ns > 0) c.total_window.push_back({c.span_start_ns, c.span_end_ns});
+  }
+  return c;
+}
+
+}  // namespace profkit

@@ -1,0 +1,244 @@
+#include "summary/text_renderer.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <vector>
+
+namespace profkit {
+
+namespace {
+
+constexpr size_t kGap = 2;  // spaces between columns
+
+// Length of the valid UTF-8 sequence at `s[i]`, or 0 if it is not one.
+size_t utf8_sequence(std::string_view s, size_t i) noexcept {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are invalid.
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return n;
+}
+
+// Printable text: control characters and invalid UTF-8 become '?'.
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      out += '?';
+      i += 1;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string format_fixed(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f", v);
+  return buffer;
+}
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  size_t unit = 0;
+  while (bytes >= 1024.0 && unit + 1 < sizeof kUnits / sizeof kUnits[0]) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return std::to_string(static_cast<uint64_t>(bytes)) + " B";
+  return format_fixed(bytes) + " " + kUnits[unit];
+}
+
+void pad_to(std::string& line, size_t width_before, size_t target) {
+  if (target > width_before) line.append(target - width_before, ' ');
+}
+
+// A column as printed: one value column, or a run of columns of one group.
+struct PrintedColumn {
+  std::string header;
+  std::vector<size_t> values;  // indices into SummaryRow::values
+  size_t width = 0;
+};
+
+std::vector<PrintedColumn> printed_columns(const SummaryTable& t) {
+  std::vector<PrintedColumn> out;
+  for (size_t c = 1; c < t.columns.size(); ++c) {
+    const SummaryColumn& col = t.columns[c];
+    if (col.device_only && !t.has_device_data) continue;
+    const size_t value = c - 1;
+    if (!col.group.empty() && !out.empty() && c > 1 && t.columns[c - 1].group == col.group &&
+        !(t.columns[c - 1].device_only && !t.has_device_data)) {
+      // "CPU Total / Avg / ...": later members drop the group prefix.
+      std::string name = col.name;
+      if (name.compare(0, col.group.size() + 1, col.group + " ") == 0) name.erase(0, col.group.size() + 1);
+      out.back().header += " / " + name;
+      out.back().values.push_back(value);
+      continue;
+    }
+    out.push_back({col.name, {value}, 0});
+  }
+  return out;
+}
+
+std::string title_line(std::string_view title, size_t width) {
+  const size_t text = title.size();
+  if (text + 2 >= width) return std::string(title);
+  const size_t left = (width - text) / 2;
+  return std::string(left, '-') + std::string(title) + std::string(width - text - left, '-');
+}
+
+void end_line(std::string& out, std::string& line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  out += line;
+  out += '\n';
+  line.clear();
+}
+
+}  // namespace
+
+size_t display_width(std::string_view text) noexcept {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+std::string fit_label(std::string_view text, size_t width) {
+  std::string s = printable(text);
+  if (display_width(s) <= width) return s;
+  const size_t keep = width > 3 ? width - 3 : 0;
+  // Cut after `keep` code points, never inside one.
+  size_t bytes = 0;
+  for (size_t points = 0; bytes < s.size() && points < keep; ++points) {
+    ++bytes;
+    while (bytes < s.size() && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) ++bytes;
+  }
+  s.resize(bytes);
+  s += std::string("...").substr(0, width - keep);
+  return s;
+}
+
+std::string format_value(double value, ColumnKind kind, TimeUnit unit) {
+  if (is_missing(value)) return "-";
+  switch (kind) {
+    case ColumnKind::kTime:
+      return format_fixed(value / ns_per_unit(unit));
+    case ColumnKind::kPercent:
+      return format_fixed(value);
+    case ColumnKind::kBytes:
+      return format_bytes(value);
+    case ColumnKind::kCount:
+    case ColumnKind::kId:
+    case ColumnKind::kLabel:
+      break;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%" PRIu64, static_cast<uint64_t>(value));
+  return buffer;
+}
+
+void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
+  if (t.rows.empty()) {
+    out += t.title + ": " + (t.empty_reason.empty() ? std::string("nothing to show") : t.empty_reason) + "\n\n";
+    return;
+  }
+  std::vector<PrintedColumn> columns = printed_columns(t);
+  // Cells as text, row by row: the label, then one per printed column.
+  std::vector<std::vector<std::string>> cells(t.rows.size());
+  size_t label_width = display_width(t.columns[0].name);
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const SummaryRow& row = t.rows[r];
+    std::vector<std::string>& line = cells[r];
+    const std::string indent(2 * static_cast<size_t>(row.level), ' ');
+    line.push_back(indent + fit_label(row.label, kMaxLabelWidth > indent.size() ? kMaxLabelWidth - indent.size() : 1));
+    label_width = std::max(label_width, display_width(line[0]));
+    for (PrintedColumn& c : columns) {
+      std::string text;
+      for (size_t k = 0; k < c.values.size(); ++k) {
+        if (k > 0) text += " / ";
+        text += format_value(row.values[c.values[k]], t.columns[c.values[k] + 1].kind, unit);
+      }
+      line.push_back(std::move(text));
+    }
+  }
+  bool has_time = false;
+  for (PrintedColumn& c : columns) {
+    c.width = display_width(c.header);
+    for (size_t v : c.values) has_time |= t.columns[v + 1].kind == ColumnKind::kTime;
+  }
+  for (const std::vector<std::string>& line : cells) {
+    for (size_t k = 0; k < columns.size(); ++k) columns[k].width = std::max(columns[k].width, line[k + 1].size());
+  }
+  std::vector<size_t> widths{label_width};
+  for (const PrintedColumn& c : columns) widths.push_back(c.width);
+  size_t total_width = 0;
+  for (size_t w : widths) total_width += w + kGap;
+  total_width -= kGap;
+
+  std::string separator;
+  for (size_t k = 0; k < widths.size(); ++k) {
+    if (k > 0) separator.append(kGap, ' ');
+    separator.append(widths[k], '-');
+  }
+  auto emit_row = [&](const std::vector<std::string>& texts) {
+    std::string line;
+    size_t used = 0;
+    for (size_t k = 0; k < texts.size(); ++k) {
+      if (k > 0) {
+        pad_to(line, used, used + kGap);
+        used += kGap;
+      }
+      line += texts[k];
+      const size_t w = display_width(texts[k]);
+      pad_to(line, w, widths[k]);
+      used += std::max(w, widths[k]);
+    }
+    end_line(out, line);
+  };
+
+  out += title_line(t.title, total_width) + "\n";
+  if (has_time) out += "Time unit: " + std::string(time_unit_name(unit)) + "\n";
+  out += separator + "\n";
+  std::vector<std::string> headers{t.columns[0].name};
+  for (const PrintedColumn& c : columns) headers.push_back(c.header);
+  emit_row(headers);
+  out += separator + "\n";
+  for (const std::vector<std::string>& line : cells) emit_row(line);
+  out += separator + "\n";
+  for (const std::string& note : t.notes) out += "Note: " + note + "\n";
+  out += "\n";
+}
+
+std::string render_summary_text(const Summary& summary) {
+  std::string out;
+  for (const SummaryTable& t : summary.tables) render_table_text(out, t, summary.options.time_unit);
+  return out;
+}
+
+}  // namespace profkit

@@ -1,0 +1,220 @@
+"""Summary tables of a recorded run (SPEC §6), computed by the engine.
+
+The engine (``cpp/summary/``) computes every table from a ``profkit._C.Result``
+-- just collected or loaded from a file -- so Python, the C ABI and a C++
+framework all get the same numbers. This module checks the arguments, asks the
+engine for the text or for the rows (as JSON), and wraps the rows in
+:class:`SummaryTable`.
+
+``summary_text(result, ...)`` returns the tables laid out like
+``paddle.profiler``'s; ``summary_data(result, ...)`` returns the same rows as
+data, one :class:`SummaryTable` per view, keyed by the SummaryView name
+(``"OverView"``, ``"OperatorView"``, ...), each convertible to a pandas
+DataFrame.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional
+
+__all__ = ["SummaryTable", "summary_text", "summary_data", "SORT_KEYS", "VIEWS", "TIME_UNITS"]
+
+# Names in value order: SortedKeys and SummaryView use these values, and so
+# does the C ABI (pk_sort_key, pk_summary_view, pk_time_unit).
+SORT_KEYS = ("CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin")
+VIEWS = (
+    "DeviceView",
+    "OverView",
+    "ModelView",
+    "DistributedView",
+    "KernelView",
+    "OperatorView",
+    "MemoryView",
+    "MemoryManipulationView",
+    "UDFView",
+)
+TIME_UNITS = ("s", "ms", "us", "ns")
+_ROW_LIMIT_MAX = 2**32 - 1  # the C ABI's field; anything larger means "all"
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    """One summary view as data.
+
+    ``columns[0]`` is the row label (a name, an event type, a device); the
+    other cells are numbers whose meaning ``kinds`` gives: ``"time"`` in
+    ``time_unit``, ``"percent"``, ``"count"``, ``"bytes"``, ``"id"`` (a
+    thread id). A missing value (the CPU time of a GPU kernel, a ratio with
+    nothing to divide by) is ``None``. In nested tables (``nested``) each
+    row's ``levels`` entry says how deep it sits under the rows above it.
+    A table with no rows says why in ``empty_reason``.
+    """
+
+    view: str
+    title: str
+    columns: List[str]
+    kinds: List[str]
+    rows: List[List[Any]]
+    levels: List[int]
+    nested: bool
+    notes: List[str]
+    empty_reason: str
+    time_unit: str
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"SummaryTable({self.title!r}, {len(self.rows)} rows, columns={self.columns!r})"
+
+    def to_pandas(self):
+        """The rows as a pandas DataFrame (missing values as NaN).
+
+        Nested tables get a ``Level`` column after the label. Needs pandas.
+        """
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError(
+                "SummaryTable.to_pandas() needs pandas, which is not installed: "
+                "pip install pandas (or pip install 'profkit[pandas]')"
+            ) from error
+        rows = [[row[0]] + [math.nan if v is None else v for v in row[1:]] for row in self.rows]
+        frame = pd.DataFrame(rows, columns=list(self.columns))
+        for column, kind in zip(self.columns[1:], self.kinds[1:]):
+            frame[column] = pd.to_numeric(frame[column])
+            if kind in ("count", "bytes", "id") and not frame[column].isna().any():
+                frame[column] = frame[column].astype("int64")
+        if self.nested:
+            frame.insert(1, "Level", pd.Series(self.levels, dtype="int64"))
+        return frame
+
+
+def _choice(value: Any, what: str, names: Iterable[str]) -> int:
+    """The index of `value` among `names`: an int, an enum member (anything
+    with ``.value``) or a name."""
+    names = tuple(names)
+    valid = ", ".join(f"{name} ({index})" for index, name in enumerate(names))
+    raw = getattr(value, "value", value)
+    if isinstance(raw, str):
+        if raw in names:
+            return names.index(raw)
+    elif not isinstance(raw, bool):
+        try:
+            index = operator.index(raw)
+        except TypeError:
+            pass
+        else:
+            if 0 <= index < len(names):
+                return index
+    raise ValueError(f"{what} must be one of {valid}; got {value!r}")
+
+
+def _views_mask(views: Any) -> int:
+    if views is None:
+        return 0  # every view
+    if isinstance(views, (list, tuple, set, frozenset)):
+        if not views:
+            raise ValueError("views is empty: pass None for every table, or one or more SummaryView values")
+        chosen = views
+    else:
+        chosen = [views]
+    mask = 0
+    for view in chosen:
+        mask |= 1 << _choice(view, "views", VIEWS)
+    return mask
+
+
+def _row_limit(row_limit: Any) -> int:
+    if row_limit is None:
+        return 0
+    if isinstance(row_limit, bool):
+        raise ValueError(f"row_limit must be a positive int or None; got {row_limit!r}")
+    try:
+        limit = operator.index(row_limit)
+    except TypeError:
+        raise ValueError(f"row_limit must be a positive int or None; got {row_limit!r}") from None
+    if limit <= 0:
+        raise ValueError(f"row_limit must be a positive int or None; got {row_limit!r}")
+    return 0 if limit > _ROW_LIMIT_MAX else limit
+
+
+def _time_unit(time_unit: Any) -> int:
+    if isinstance(time_unit, str) and time_unit in TIME_UNITS:
+        return TIME_UNITS.index(time_unit)
+    valid = ", ".join(repr(u) for u in TIME_UNITS)
+    raise ValueError(f"time_unit must be one of {valid}; got {time_unit!r}")
+
+
+def _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit) -> Dict[str, Any]:
+    return {
+        "sorted_by": _choice(sorted_by, "sorted_by", SORT_KEYS),
+        "op_detail": bool(op_detail),
+        "thread_sep": bool(thread_sep),
+        "time_unit": _time_unit(time_unit),
+        "views": _views_mask(views),
+        "row_limit": _row_limit(row_limit),
+    }
+
+
+def summary_text(
+    result,
+    sorted_by: Any = 0,
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    time_unit: str = "ms",
+    views: Any = None,
+    row_limit: Optional[int] = None,
+) -> str:
+    """The summary tables of `result` (a ``profkit._C.Result``) as text.
+
+    sorted_by: a SortedKeys member, its value (0-7) or its name; orders the
+        rows of the Operator, Kernel, Memory Manipulation and UserDefined
+        tables (Min keys ascending, the others descending).
+    op_detail: nest inner events and GPU work under each operator.
+    thread_sep: one group of Operator and UserDefined rows per thread.
+    time_unit: "s", "ms", "us" or "ns".
+    views: None for every table, or one SummaryView (member, value or name)
+        or a list of them.
+    row_limit: at most this many top-level rows per table (per thread with
+        thread_sep); None for all.
+
+    Raises ValueError naming the valid values when an argument is out of range.
+    """
+    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
+    return result.summary_text(**args)
+
+
+def summary_data(
+    result,
+    sorted_by: Any = 0,
+    op_detail: bool = True,
+    thread_sep: bool = False,
+    time_unit: str = "ms",
+    views: Any = None,
+    row_limit: Optional[int] = None,
+) -> Dict[str, SummaryTable]:
+    """The rows of the summary tables as data: ``{view name: SummaryTable}``
+    in view order, with the same arguments (and errors) as :func:`summary_text`.
+    Times are in `time_unit`."""
+    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
+    document = json.loads(result.summary_json(**args))
+    tables: Dict[str, SummaryTable] = {}
+    for t in document["tables"]:
+        tables[t["view"]] = SummaryTable(
+            view=t["view"],
+            title=t["title"],
+            columns=t["columns"],
+            kinds=t["kinds"],
+            rows=t["rows"],
+            levels=t["levels"],
+            nested=t["nested"],
+            notes=t["notes"],
+            empty_reason=t["empty_reason"],
+            time_unit=document["time_unit"],
+        )
+    return tables

@@ -1,0 +1,208 @@
+// Operator Summary: inclusive CPU time, GPU time of launched work, op_detail
+// nesting with ratios to the parent row, thread_sep, every sort key and the
+// row limit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "summary_builder.h"
+
+namespace {
+
+using profkit::SortKey;
+using profkit::SummaryOptions;
+using profkit::SummaryView;
+using profkit_test::TraceBuilder;
+
+// linear [0,1000)
+//   prep (inner)       [10,100)
+//   matmul             [100,800)
+//     matmul_impl (inner) [110,700)
+//       launch -> gemm kernel      300 ns
+//     launch -> add kernel          40 ns (directly in matmul)
+//   launch -> Memcpy HtoD          50 ns (directly in linear)
+std::unique_ptr<profkit::Result> nested_operators() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 2000);
+  b.event(1, "linear", PK_EVENT_OPERATOR, 0, 1000);
+  b.event(1, "prep", PK_EVENT_OPERATOR_INNER, 10, 100);
+  b.event(1, "matmul", PK_EVENT_OPERATOR, 100, 800);
+  b.event(1, "matmul_impl", PK_EVENT_OPERATOR_INNER, 110, 700);
+  b.launch(1, 120, 130, 1);
+  b.kernel("void gemm<float, 64>(float const*, float*)", 200, 500, 1);
+  b.launch(1, 710, 720, 2);
+  b.kernel("void add<float>(float*)", 720, 760, 2);
+  b.launch(1, 850, 860, 3, "cudaMemcpyAsync");
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 900, 950, 3);
+  return b.build();
+}
+
+struct Expected {
+  std::string label;
+  uint32_t level;
+};
+
+TEST(SummaryOperator, DetailNestsInnerEventsAndGpuWorkUnderTheirOperator) {
+  auto r = nested_operators();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  const std::vector<Expected> expected = {
+      {"linear", 0},      {"matmul", 1}, {"gemm", 2},        {"add", 2},  {"prep", 1},
+      {"Memcpy HtoD", 1}, {"matmul", 0}, {"matmul_impl", 1}, {"gemm", 2}, {"add", 1},
+  };
+  ASSERT_EQ(t.rows.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(t.rows[i].label, expected[i].label) << "row " << i;
+    EXPECT_EQ(t.rows[i].level, expected[i].level) << "row " << i;
+  }
+  EXPECT_TRUE(t.nested);
+  auto at = [&](size_t row, const std::string& column) {
+    return t.rows[row].values[static_cast<size_t>(t.find_column(column) - 1)];
+  };
+  // linear: ratios to total_time (2000).
+  EXPECT_EQ(at(0, "CPU Total"), 1000);
+  EXPECT_EQ(at(0, "GPU Total"), 390);
+  EXPECT_DOUBLE_EQ(at(0, "CPU Ratio(%)"), 50.0);
+  EXPECT_DOUBLE_EQ(at(0, "GPU Ratio(%)"), 19.5);
+  // matmul under linear: ratios to linear's 1000 CPU / 390 GPU.
+  EXPECT_EQ(at(1, "CPU Total"), 700);
+  EXPECT_DOUBLE_EQ(at(1, "CPU Ratio(%)"), 70.0);
+  EXPECT_EQ(at(1, "GPU Total"), 340);
+  EXPECT_DOUBLE_EQ(at(1, "GPU Ratio(%)"), 340.0 * 100 / 390);
+  // Kernels under linear > matmul: ratios to that row's 340.
+  EXPECT_EQ(at(2, "GPU Total"), 300);
+  EXPECT_EQ(at(2, "Calls"), 1);
+  EXPECT_TRUE(std::isnan(at(2, "CPU Total")));
+  EXPECT_DOUBLE_EQ(at(2, "GPU Ratio(%)"), 300.0 * 100 / 340);
+  EXPECT_DOUBLE_EQ(at(3, "GPU Ratio(%)"), 40.0 * 100 / 340);
+  // prep: CPU 90 of 1000, no GPU work.
+  EXPECT_DOUBLE_EQ(at(4, "CPU Ratio(%)"), 9.0);
+  EXPECT_EQ(at(4, "GPU Total"), 0);
+  EXPECT_DOUBLE_EQ(at(4, "GPU Ratio(%)"), 0.0);
+  // The memcpy linear launched itself.
+  EXPECT_DOUBLE_EQ(at(5, "GPU Ratio(%)"), 50.0 * 100 / 390);
+  // matmul as an operator of its own.
+  EXPECT_EQ(at(6, "CPU Total"), 700);
+  EXPECT_DOUBLE_EQ(at(6, "CPU Ratio(%)"), 35.0);
+  EXPECT_DOUBLE_EQ(at(7, "CPU Ratio(%)"), 590.0 * 100 / 700);
+  EXPECT_DOUBLE_EQ(at(7, "GPU Ratio(%)"), 300.0 * 100 / 340);
+  EXPECT_DOUBLE_EQ(at(8, "GPU Ratio(%)"), 100.0);
+  EXPECT_DOUBLE_EQ(at(9, "GPU Ratio(%)"), 40.0 * 100 / 340);
+}
+
+TEST(SummaryOperator, WithoutDetailOnlyOperators) {
+  auto r = nested_operators();
+  SummaryOptions o;
+  o.op_detail = false;
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+  EXPECT_EQ(profkit_test::labels(t, 0), (std::vector<std::string>{"linear", "matmul"}));
+  EXPECT_EQ(t.rows.size(), 2u);
+  EXPECT_FALSE(t.nested);
+  EXPECT_EQ(profkit_test::value(t, "matmul", "GPU Total"), 340);
+}
+
+// Three operators whose every figure orders them differently.
+//        CPU total avg max min     GPU total avg max min
+//   A          110  55 100  10           50  25  50   0
+//   B          120  60  60  60           20  10  10  10
+//   C           90  90  90  90           30  30  30  30
+std::unique_ptr<profkit::Result> three_operators() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "A", PK_EVENT_OPERATOR, 0, 100);
+  b.launch(1, 10, 20, 1);
+  b.kernel("ka", 20, 70, 1);
+  b.event(1, "A", PK_EVENT_OPERATOR, 200, 210);
+  b.event(1, "B", PK_EVENT_OPERATOR, 300, 360);
+  b.launch(1, 310, 320, 2);
+  b.kernel("kb", 320, 330, 2);
+  b.event(1, "B", PK_EVENT_OPERATOR, 400, 460);
+  b.launch(1, 410, 420, 3);
+  b.kernel("kb", 420, 430, 3);
+  b.event(1, "C", PK_EVENT_OPERATOR, 500, 590);
+  b.launch(1, 510, 520, 4);
+  b.kernel("kc", 520, 550, 4);
+  return b.build();
+}
+
+TEST(SummaryOperator, EverySortKeyOrdersRowsMinKeysAscending) {
+  auto r = three_operators();
+  const std::vector<std::pair<SortKey, std::vector<std::string>>> cases = {
+      {SortKey::kCpuTotal, {"B", "A", "C"}}, {SortKey::kCpuAvg, {"C", "B", "A"}},   {SortKey::kCpuMax, {"A", "C", "B"}},
+      {SortKey::kCpuMin, {"A", "B", "C"}},   {SortKey::kGpuTotal, {"A", "C", "B"}}, {SortKey::kGpuAvg, {"C", "A", "B"}},
+      {SortKey::kGpuMax, {"A", "C", "B"}},   {SortKey::kGpuMin, {"A", "B", "C"}},
+  };
+  for (const auto& [key, order] : cases) {
+    SummaryOptions o;
+    o.sorted_by = key;
+    o.op_detail = false;
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+    EXPECT_EQ(profkit_test::labels(t, 0), order) << "sorted_by " << profkit::sort_key_name(key);
+  }
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(profkit_test::value(t, "A", "CPU Avg"), 55);
+  EXPECT_EQ(profkit_test::value(t, "A", "CPU Min"), 10);
+  EXPECT_EQ(profkit_test::value(t, "A", "GPU Avg"), 25);
+  EXPECT_EQ(profkit_test::value(t, "A", "GPU Min"), 0);
+  EXPECT_EQ(profkit_test::value(t, "B", "Calls"), 2);
+}
+
+TEST(SummaryOperator, ThreadSepSplitsRowsByThread) {
+  TraceBuilder b;
+  b.step(11, 0, 0, 1000);
+  b.event(11, "conv", PK_EVENT_OPERATOR, 0, 100).event(11, "conv", PK_EVENT_OPERATOR, 200, 300);
+  b.event(12, "conv", PK_EVENT_OPERATOR, 50, 80);
+  b.event(12, "relu", PK_EVENT_OPERATOR, 100, 500);
+  auto r = b.build();
+  const profkit::SummaryTable merged = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(merged.find_column("Thread"), -1);
+  EXPECT_EQ(profkit_test::value(merged, "conv", "Calls"), 3);
+
+  SummaryOptions o;
+  o.thread_sep = true;
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+  ASSERT_EQ(t.rows.size(), 3u);
+  const size_t thread = static_cast<size_t>(t.find_column("Thread") - 1);
+  const size_t calls = static_cast<size_t>(t.find_column("Calls") - 1);
+  // Thread 11 first, then thread 12 sorted by CPU total (relu before conv).
+  EXPECT_EQ(t.rows[0].label, "conv");
+  EXPECT_EQ(t.rows[0].values[thread], 11);
+  EXPECT_EQ(t.rows[0].values[calls], 2);
+  EXPECT_EQ(t.rows[1].label, "relu");
+  EXPECT_EQ(t.rows[1].values[thread], 12);
+  EXPECT_EQ(t.rows[2].label, "conv");
+  EXPECT_EQ(t.rows[2].values[thread], 12);
+  EXPECT_EQ(t.rows[2].values[calls], 1);
+}
+
+TEST(SummaryOperator, RowLimitKeepsTheTopRowsAndSaysHowManyWereCut) {
+  auto r = three_operators();
+  SummaryOptions o;
+  o.row_limit = 2;
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+  EXPECT_EQ(profkit_test::labels(t, 0), (std::vector<std::string>{"B", "A"}));
+  ASSERT_FALSE(t.notes.empty());
+  EXPECT_EQ(t.notes[0], "1 more operators not shown (row_limit=2)");
+}
+
+TEST(SummaryOperator, NoOperatorsSaysWhy) {
+  TraceBuilder b;
+  b.event(1, "inner alone", PK_EVENT_OPERATOR_INNER, 0, 10);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_TRUE(t.rows.empty());
+  EXPECT_EQ(t.empty_reason, "no Operator events recorded");
+}
+
+TEST(SummaryOperator, RecursiveOperatorsCountEachCall) {
+  TraceBuilder b(0, 100);
+  b.event(1, "f", PK_EVENT_OPERATOR, 0, 100);
+  b.event(1, "f", PK_EVENT_OPERATOR, 10, 60);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(profkit_test::value(t, "f", "Calls", 0), 2);
+  EXPECT_EQ(profkit_test::value(t, "f", "CPU Total", 0), 150);
+  EXPECT_EQ(profkit_test::value(t, "f", "Calls", 1), 1);  // f inside f
+  EXPECT_DOUBLE_EQ(profkit_test::value(t, "f", "CPU Ratio(%)", 1), 50.0 * 100 / 150);
+}
+
+}  // namespace

@@ -1,0 +1,226 @@
+// Device, Distributed, Kernel, Memory, Memory Manipulation and UserDefined
+// summaries on Results with known timestamps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "summary_builder.h"
+
+namespace {
+
+using profkit::SummaryOptions;
+using profkit::SummaryView;
+using profkit_test::TraceBuilder;
+using profkit_test::value;
+
+TEST(SummaryDevice, CpuAndGpuUtilizationOverTheWindow) {
+  TraceBuilder b(1000, 2000);
+  b.info().process_cpu_ns = 1500;  // 1.5 cores busy
+  b.info().system_busy_ns = 300;
+  b.info().system_idle_ns = 100;
+  b.info().cpu_count = 4;
+  b.add_device(0);
+  b.add_device(1);  // ran nothing
+  b.kernel("k", 1000, 1200, 1, 0, 1);
+  b.kernel("k", 1100, 1300, 2, 0, 2);  // overlaps on another stream
+  b.kernel("k", 1500, 1600, 3, 0, 1);
+  b.kernel("k", 1000, 1500, 4, 2, 1);  // device 2 is not in the device table
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDevice);
+  EXPECT_DOUBLE_EQ(value(t, "CPU(Process)", "Utilization (%)"), 150.0);
+  EXPECT_DOUBLE_EQ(value(t, "CPU(System)", "Utilization (%)"), 75.0);
+  EXPECT_DOUBLE_EQ(value(t, "GPU 0", "Utilization (%)"), 40.0);
+  EXPECT_DOUBLE_EQ(value(t, "GPU 1", "Utilization (%)"), 0.0);
+  EXPECT_DOUBLE_EQ(value(t, "GPU 2", "Utilization (%)"), 50.0);
+  EXPECT_NE(t.notes[1].find("4 cores"), std::string::npos);
+  EXPECT_EQ(t.notes[0], "Elapsed time = 0.00 ms (the recorded span).");
+}
+
+TEST(SummaryDevice, MissingCpuFiguresShowAsMissing) {
+  TraceBuilder b(0, 100);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDevice);
+  EXPECT_TRUE(std::isnan(value(t, "CPU(Process)", "Utilization (%)")));
+  EXPECT_TRUE(std::isnan(value(t, "CPU(System)", "Utilization (%)")));
+  EXPECT_EQ(t.rows.size(), 2u);  // no GPU rows
+}
+
+TEST(SummaryDistributed, CommunicationComputationAndOverlap) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "allreduce", PK_EVENT_COMMUNICATION, 100, 200);
+  b.launch(1, 110, 120, 1);
+  b.kernel("void reduce<float>(float*)", 300, 400, 1, 0, 2);  // communication by launch
+  b.kernel("ncclKernel_Broadcast(int)", 450, 500, 2, 0, 2);   // by name
+  b.kernel("gemm", 150, 350, 3, 0, 1);                        // computation
+  b.kernel("gemm", 600, 700, 4, 0, 1);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  // Communication: [100,200) ∪ [300,400) ∪ [450,500) = 250
+  EXPECT_EQ(value(t, "Communication", "Total Time"), 250);
+  EXPECT_DOUBLE_EQ(value(t, "Communication", "Ratio(%)"), 25.0);
+  EXPECT_EQ(value(t, "Computation", "Total Time"), 300);
+  // Overlap: [150,200) + [300,350)
+  EXPECT_EQ(value(t, "Overlap", "Total Time"), 100);
+  EXPECT_DOUBLE_EQ(value(t, "Overlap", "Ratio(%)"), 10.0);
+}
+
+TEST(SummaryDistributed, NoCommunicationSaysSo) {
+  TraceBuilder b(0, 10);
+  b.kernel("gemm", 0, 5, 1);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  EXPECT_TRUE(t.rows.empty());
+  EXPECT_EQ(t.empty_reason, "no communication recorded");
+}
+
+TEST(SummaryKernel, ShortNamesMergeInstantiationsRatioToAllKernels) {
+  TraceBuilder b(0, 10000);
+  b.kernel("void gemm<float, 128>(float*, int)", 0, 300, 1);
+  b.kernel("void gemm<half, 64>(half*, int)", 300, 400, 2);
+  b.kernel("relu_kernel", 400, 500, 3);
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 0, 1000, 4);  // not a kernel
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kKernel);
+  EXPECT_EQ(profkit_test::labels(t), (std::vector<std::string>{"gemm", "relu_kernel"}));
+  EXPECT_EQ(value(t, "gemm", "Calls"), 2);
+  EXPECT_EQ(value(t, "gemm", "GPU Total"), 400);
+  EXPECT_EQ(value(t, "gemm", "GPU Avg"), 200);
+  EXPECT_EQ(value(t, "gemm", "GPU Max"), 300);
+  EXPECT_EQ(value(t, "gemm", "GPU Min"), 100);
+  EXPECT_DOUBLE_EQ(value(t, "gemm", "GPU Ratio(%)"), 80.0);
+  EXPECT_DOUBLE_EQ(value(t, "relu_kernel", "GPU Ratio(%)"), 20.0);
+  EXPECT_EQ(t.find_column("CPU Total"), -1);
+
+  SummaryOptions o;
+  o.sorted_by = profkit::SortKey::kGpuMin;  // ascending: relu (100) ties gemm (100), by name
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kKernel, o)),
+            (std::vector<std::string>{"gemm", "relu_kernel"}));
+  o.sorted_by = profkit::SortKey::kCpuMax;  // kernels have no CPU side: reads GPU Max
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kKernel, o)),
+            (std::vector<std::string>{"gemm", "relu_kernel"}));
+  o.sorted_by = profkit::SortKey::kGpuAvg;
+  o.row_limit = 1;
+  const profkit::SummaryTable limited = profkit_test::table_of(*r, SummaryView::kKernel, o);
+  EXPECT_EQ(profkit_test::labels(limited), (std::vector<std::string>{"gemm"}));
+}
+
+TEST(SummaryKernel, NoKernelsSaysSo) {
+  TraceBuilder b(0, 10);
+  auto r = b.build();
+  EXPECT_EQ(profkit_test::table_of(*r, SummaryView::kKernel).empty_reason, "no GPU kernels recorded");
+}
+
+TEST(SummaryMemoryManipulation, MemcpyAndMemsetLikeHostEventsAndGpuRecords) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.launch(1, 0, 100, 1, "cudaMemcpyAsync");
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 100, 300, 1);
+  b.event(1, "aten::MEMSET_", PK_EVENT_OPERATOR, 200, 250);  // any case
+  b.event(1, "aten::add", PK_EVENT_OPERATOR, 300, 400);      // not memory
+  b.device("Memset", PK_EVENT_MEMSET, 400, 450, 9);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kMemoryManipulation);
+  EXPECT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(value(t, "cudaMemcpyAsync", "CPU Total"), 100);
+  EXPECT_EQ(value(t, "cudaMemcpyAsync", "GPU Total"), 200);  // the copy it launched
+  EXPECT_DOUBLE_EQ(value(t, "cudaMemcpyAsync", "CPU Ratio(%)"), 10.0);
+  EXPECT_EQ(value(t, "aten::MEMSET_", "CPU Total"), 50);
+  EXPECT_EQ(value(t, "Memcpy HtoD", "GPU Total"), 200);
+  EXPECT_TRUE(std::isnan(value(t, "Memcpy HtoD", "CPU Total")));
+  EXPECT_DOUBLE_EQ(value(t, "Memset", "GPU Ratio(%)"), 5.0);
+  EXPECT_EQ(profkit_test::row_index(t, "aten::add"), -1);
+}
+
+TEST(SummaryUserDefined, BothUserTypesByNameWithGpuAndThreads) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "load", PK_EVENT_PYTHON_USER_DEFINED, 0, 300);
+  b.launch(1, 10, 20, 1);
+  b.kernel("k", 50, 150, 1);
+  b.event(1, "load", PK_EVENT_PYTHON_USER_DEFINED, 400, 500);
+  b.event(2, "load", PK_EVENT_USER_DEFINED, 0, 200);
+  b.event(2, "save", PK_EVENT_USER_DEFINED, 600, 610);
+  b.event(2, "op", PK_EVENT_OPERATOR, 700, 800);  // not user-defined
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kUserDefined);
+  EXPECT_EQ(profkit_test::labels(t), (std::vector<std::string>{"load", "save"}));
+  EXPECT_EQ(value(t, "load", "Calls"), 3);
+  EXPECT_EQ(value(t, "load", "CPU Total"), 600);
+  EXPECT_EQ(value(t, "load", "CPU Max"), 300);
+  EXPECT_EQ(value(t, "load", "CPU Min"), 100);
+  EXPECT_DOUBLE_EQ(value(t, "load", "CPU Ratio(%)"), 60.0);
+  EXPECT_EQ(value(t, "load", "GPU Total"), 100);
+  EXPECT_EQ(value(t, "load", "GPU Min"), 0);
+
+  SummaryOptions o;
+  o.thread_sep = true;
+  const profkit::SummaryTable split = profkit_test::table_of(*r, SummaryView::kUserDefined, o);
+  ASSERT_EQ(split.rows.size(), 3u);
+  const size_t thread = static_cast<size_t>(split.find_column("Thread") - 1);
+  EXPECT_EQ(split.rows[0].values[thread], 1);
+  EXPECT_EQ(split.rows[1].label, "load");
+  EXPECT_EQ(split.rows[1].values[thread], 2);
+  EXPECT_EQ(split.rows[2].label, "save");
+}
+
+TEST(SummaryMemory, PerDeviceCountsBytesAndPeaks) {
+  TraceBuilder b(0, 100);
+  b.memory(1, 0, 10, 1000, 1000, 4096);
+  b.memory(1, 0, 20, 500, 1500, 4096);
+  b.memory(1, 0, 30, -1000, 500, 8192);
+  b.memory(1, -1, 15, 64, 64, 64);
+  b.memory(2, 1, 40, 10, 10, 10);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kMemory);
+  EXPECT_EQ(profkit_test::labels(t), (std::vector<std::string>{"CPU", "GPU 0", "GPU 1"}));
+  EXPECT_EQ(value(t, "GPU 0", "Allocations"), 2);
+  EXPECT_EQ(value(t, "GPU 0", "Allocated"), 1500);
+  EXPECT_EQ(value(t, "GPU 0", "Frees"), 1);
+  EXPECT_EQ(value(t, "GPU 0", "Freed"), 1000);
+  EXPECT_EQ(value(t, "GPU 0", "Peak Allocated"), 1500);
+  EXPECT_EQ(value(t, "GPU 0", "Peak Reserved"), 8192);
+  EXPECT_EQ(value(t, "CPU", "Allocated"), 64);
+  EXPECT_EQ(value(t, "GPU 1", "Frees"), 0);
+}
+
+TEST(SummaryMemory, NoMemoryEventsSaysSo) {
+  TraceBuilder b(0, 10);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kMemory);
+  EXPECT_TRUE(t.rows.empty());
+  EXPECT_NE(t.empty_reason.find("no memory events"), std::string::npos);
+}
+
+TEST(SummaryViews, OnlyTheSelectedTablesInViewOrder) {
+  TraceBuilder b(0, 10);
+  auto r = b.build();
+  SummaryOptions o;
+  o.views = (1u << static_cast<int>(SummaryView::kUserDefined)) | (1u << static_cast<int>(SummaryView::kDevice));
+  const profkit::Summary s = profkit::compute_summary(*r, o);
+  ASSERT_EQ(s.tables.size(), 2u);
+  EXPECT_EQ(s.tables[0].title, "Device Summary");
+  EXPECT_EQ(s.tables[1].title, "UserDefined Summary");
+  EXPECT_EQ(profkit::find_table(s, SummaryView::kKernel), nullptr);
+}
+
+TEST(SummaryOptionsCheck, OutOfRangeValuesNameTheValidOnes) {
+  try {
+    profkit::make_summary_options(8, true, false, 1, 0, 0);
+    FAIL() << "sorted_by 8 accepted";
+  } catch (const profkit::Error& e) {
+    EXPECT_EQ(e.status(), PK_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("GPUMin=7"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(profkit::make_summary_options(-1, true, false, 1, 0, 0), profkit::Error);
+  EXPECT_THROW(profkit::make_summary_options(0, true, false, 4, 0, 0), profkit::Error);
+  EXPECT_THROW(profkit::make_summary_options(0, true, false, 1, 1u << 9, 0), profkit::Error);
+  const profkit::SummaryOptions all = profkit::make_summary_options(7, false, true, 3, 0, 5);
+  EXPECT_EQ(all.views, profkit::kAllViews);
+  EXPECT_EQ(all.sorted_by, profkit::SortKey::kGpuMin);
+  EXPECT_EQ(all.time_unit, profkit::TimeUnit::kNanoseconds);
+  EXPECT_EQ(all.row_limit, 5u);
+}
+
+}  // namespace

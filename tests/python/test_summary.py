@@ -1,0 +1,208 @@
+"""Summary tables from Python: the engine computes them from a real run;
+profkit._summary checks arguments and shapes the rows as data."""
+
+import enum
+import sys
+import threading
+import time
+
+import pytest
+
+from profkit import _C, _summary
+
+CLOSED, RECORD = 0, 2
+OPERATOR, USER_DEFINED, PYTHON_USER_DEFINED = 0, 7, 14
+
+SLEEP_A = 0.02
+SLEEP_B = 0.01
+STEPS = 3
+
+
+class SortedKeys(enum.Enum):  # what profkit's public enum looks like
+    CPUTotal = 0
+    CPUAvg = 1
+    CPUMax = 2
+    CPUMin = 3
+    GPUTotal = 4
+    GPUAvg = 5
+    GPUMax = 6
+    GPUMin = 7
+
+
+class SummaryView(enum.Enum):
+    DeviceView = 0
+    OverView = 1
+    ModelView = 2
+    DistributedView = 3
+    KernelView = 4
+    OperatorView = 5
+    MemoryView = 6
+    MemoryManipulationView = 7
+    UDFView = 8
+
+
+def record_sleeps():
+    """Three steps; in each, RecordEvent-like ranges around sleeps of known length."""
+    _C.set_state(RECORD)
+    for step in range(STEPS):
+        _C.step_begin(step)
+        _C.begin_event_str("sleep_a", PYTHON_USER_DEFINED)
+        time.sleep(SLEEP_A)
+        _C.end_event()
+        _C.begin_event_str("sleep_b", USER_DEFINED)
+        _C.begin_event_str("aten::add", OPERATOR)
+        _C.end_event()
+        time.sleep(SLEEP_B)
+        _C.end_event()
+        _C.step_end(0)
+    _C.set_state(CLOSED)
+    return _C.collect()
+
+
+@pytest.fixture(scope="module")
+def run():
+    _C.set_state(CLOSED)
+    _C.collect()
+    result = record_sleeps()
+    yield result
+
+
+def test_user_defined_rows_have_the_calls_and_time_of_the_sleeps(run):
+    tables = _summary.summary_data(run, time_unit="ms")
+    udf = tables["UDFView"]
+    assert udf.columns[:3] == ["Name", "Calls", "CPU Total"]
+    rows = {row[0]: dict(zip(udf.columns, row)) for row in udf.rows}
+    assert set(rows) == {"sleep_a", "sleep_b"}
+    for name, seconds in (("sleep_a", SLEEP_A), ("sleep_b", SLEEP_B)):
+        row = rows[name]
+        assert row["Calls"] == STEPS
+        expected_ms = STEPS * seconds * 1e3
+        # A sleep never ends early; a loaded machine may make it much longer.
+        assert expected_ms * 0.95 <= row["CPU Total"] < expected_ms + 500
+        assert row["CPU Min"] >= seconds * 1e3 * 0.95
+        assert row["CPU Min"] <= row["CPU Avg"] <= row["CPU Max"]
+        assert 0 < row["CPU Ratio(%)"] <= 100
+    # Sorted by CPU total, largest first.
+    assert [r[0] for r in udf.rows] == ["sleep_a", "sleep_b"]
+
+
+def test_text_has_paddle_style_tables(run):
+    text = _summary.summary_text(run)
+    for title in ("Device Summary", "Overview Summary", "Model Summary", "Operator Summary", "UserDefined Summary"):
+        assert title in text
+    assert "Time unit: ms" in text
+    assert "CPU Total / Avg / Max / Min / Ratio(%)" in text
+    assert "Kernel Summary: no GPU kernels recorded" in text
+    udf_only = _summary.summary_text(run, views=SummaryView.UDFView, time_unit="us")
+    assert udf_only.startswith("-") and "UserDefined Summary" in udf_only
+    assert "Overview Summary" not in udf_only
+    assert "Time unit: us" in udf_only
+    assert "sleep_a" in udf_only
+
+
+def test_overview_and_model_rows(run):
+    tables = _summary.summary_data(run, views=[SummaryView.OverView, "ModelView"])
+    assert list(tables) == ["OverView", "ModelView"]
+    overview = tables["OverView"]
+    assert overview.rows[0][0] == "ProfileStep"
+    assert overview.rows[0][1] == STEPS
+    assert overview.nested and overview.levels[0] == 0 and set(overview.levels[1:]) == {1}
+    model = tables["ModelView"]
+    assert [r[0] for r in model.rows] == ["ProfileStep", "Others"]
+
+
+def test_summary_data_as_dataframes(run):
+    pd = pytest.importorskip("pandas")
+    tables = _summary.summary_data(run)
+    assert list(tables) == list(_summary.VIEWS)
+    udf = tables["UDFView"].to_pandas()
+    assert isinstance(udf, pd.DataFrame)
+    assert list(udf.columns) == tables["UDFView"].columns
+    assert udf.set_index("Name").loc["sleep_a", "Calls"] == STEPS
+    assert udf["Calls"].dtype.kind == "i"
+    operators = tables["OperatorView"].to_pandas()
+    assert "Level" in operators.columns  # nested table
+    assert operators.loc[0, "Name"] == "aten::add"
+    kernels = tables["KernelView"].to_pandas()  # empty, with its columns
+    assert len(kernels) == 0 and "GPU Total" in kernels.columns
+    assert tables["KernelView"].empty_reason == "no GPU kernels recorded"
+    overview = tables["OverView"].to_pandas()
+    assert overview["GPU Time"].isna().all()  # missing values are NaN
+
+
+def test_to_pandas_without_pandas_says_what_to_install(run, monkeypatch):
+    table = _summary.summary_data(run, views=8)["UDFView"]
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        table.to_pandas()
+
+
+def test_options_accept_ints_enum_members_and_names(run):
+    by_int = _summary.summary_text(run, sorted_by=3, views=[8])
+    by_enum = _summary.summary_text(run, sorted_by=SortedKeys.CPUMin, views=[SummaryView.UDFView])
+    by_name = _summary.summary_text(run, sorted_by="CPUMin", views="UDFView")
+    assert by_int == by_enum == by_name
+    # CPUMin sorts ascending: the shorter sleep first.
+    rows = _summary.summary_data(run, sorted_by=SortedKeys.CPUMin, views=8)["UDFView"].rows
+    assert [r[0] for r in rows] == ["sleep_b", "sleep_a"]
+    limited = _summary.summary_data(run, views=8, row_limit=1)["UDFView"]
+    assert len(limited) == 1 and "row_limit=1" in limited.notes[0]
+    split = _summary.summary_data(run, views=8, thread_sep=True)["UDFView"]
+    assert split.columns[1] == "Thread"
+    assert {r[1] for r in split.rows} == {threading.get_native_id()}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"time_unit": "min"}, "time_unit must be one of 's', 'ms', 'us', 'ns'"),
+        ({"time_unit": 1}, "time_unit must be one of"),
+        ({"sorted_by": 8}, r"sorted_by must be one of CPUTotal \(0\)"),
+        ({"sorted_by": "cpu"}, "GPUMin"),
+        ({"sorted_by": True}, "sorted_by"),
+        ({"views": 9}, r"UDFView \(8\)"),
+        ({"views": [1, "NoSuchView"]}, "views must be one of"),
+        ({"views": []}, "views is empty"),
+        ({"row_limit": 0}, "row_limit must be a positive int"),
+        ({"row_limit": 2.5}, "row_limit must be a positive int"),
+    ],
+)
+def test_bad_arguments_name_the_valid_values(run, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _summary.summary_text(run, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        _summary.summary_data(run, **kwargs)
+
+
+def test_engine_rejects_out_of_range_values_too(run):
+    with pytest.raises(ValueError, match="sorted_by 9"):
+        run.summary_text(sorted_by=9)
+
+
+def test_loaded_result_gives_the_same_tables(run, tmp_path):
+    path = str(tmp_path / "run.pktrace")
+    run.save(path)
+    loaded = _C.load(path)
+    assert _summary.summary_text(loaded) == _summary.summary_text(run)
+    assert _summary.summary_data(loaded)["UDFView"].rows == _summary.summary_data(run)["UDFView"].rows
+
+
+def test_empty_result_summarizes_without_errors():
+    empty = _C.collect()
+    text = _summary.summary_text(empty)
+    assert "Overview Summary" in text
+    tables = _summary.summary_data(empty)
+    assert tables["OverView"].rows[0][0] == "Total Time"
+    assert tables["OverView"].rows[0][3] is None  # no ratio without a total
+
+
+def test_every_table_of_an_empty_result_converts_to_a_dataframe():
+    pytest.importorskip("pandas")
+    tables = _summary.summary_data(_C.collect(), thread_sep=True)
+    for name, table in tables.items():
+        frame = table.to_pandas()
+        assert list(frame.columns)[0] == table.columns[0], name
+        assert len(frame) == len(table.rows), name
+        if table.nested:
+            assert "Level" in frame.columns
+    assert "Thread" in tables["OperatorView"].columns
