@@ -5,30 +5,20 @@ just ended. Here every window is written as a Chrome trace and as a .pktrace
 file (reloadable with profkit.load_profiler_result), then summarized.
 """
 
-import numpy as np
-
 import profkit as profiler
+from numpy_mlp import TwoLayerMLP, random_batches
 
-rng = np.random.default_rng(0)
-W1 = rng.standard_normal((128, 256)) * 0.01
-W2 = rng.standard_normal((256, 10)) * 0.01
+model = TwoLayerMLP()
 
 
-def train_step(x, y, lr=0.1):
-    """One step of a two-layer MLP with softmax cross-entropy, in NumPy."""
-    global W1, W2
+def train_step(x, y):
+    """The model's step, with its phases marked for the Model summary."""
     with profiler.RecordEvent("forward", profiler.TracerEventType.Forward):
-        h = np.maximum(x @ W1, 0.0)
-        logits = h @ W2
+        h, logits = model.forward(x)
     with profiler.RecordEvent("backward", profiler.TracerEventType.Backward):
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        p[np.arange(len(y)), y] -= 1.0
-        grad_w2 = h.T @ p / len(y)
-        grad_w1 = x.T @ ((p @ W2.T) * (h > 0)) / len(y)
+        grads = model.backward(x, y, h, logits)
     with profiler.RecordEvent("sgd", profiler.TracerEventType.Optimization):
-        W1 -= lr * grad_w1
-        W2 -= lr * grad_w2
+        model.sgd(grads)
 
 
 chrome = profiler.export_chrome_tracing("./profiler_log")
@@ -43,8 +33,7 @@ def my_on_trace_ready(prof):
 
 scheduler = profiler.make_scheduler(closed=1, ready=1, record=2, repeat=2)
 with profiler.Profiler(scheduler=scheduler, on_trace_ready=my_on_trace_ready) as prof:
-    for batch in range(10):
-        x, y = rng.standard_normal((32, 128)), rng.integers(0, 10, 32)
+    for x, y in random_batches(10):
         train_step(x, y)
         prof.step()
 

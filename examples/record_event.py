@@ -6,39 +6,24 @@ reader cost of step_info). Outside a recording window RecordEvent costs well
 under a microsecond, so the marks can stay in the code.
 """
 
-import numpy as np
-
 import profkit as profiler
+from numpy_mlp import TwoLayerMLP, random_batches
 
-rng = np.random.default_rng(0)
-W1 = rng.standard_normal((128, 256)) * 0.01
-W2 = rng.standard_normal((256, 10)) * 0.01
-
-
-def loader(batches, batch_size=32):
-    for _ in range(batches):
-        yield rng.standard_normal((batch_size, 128)), rng.integers(0, 10, batch_size)
-
+model = TwoLayerMLP()
 
 exporter = profiler.export_chrome_tracing("./profiler_log")
 with profiler.Profiler(scheduler=(2, 5), on_trace_ready=exporter) as prof:
-    for x, y in profiler.wrap_dataloader(loader(8)):
+    for x, y in profiler.wrap_dataloader(random_batches(8)):
         with profiler.RecordEvent("forward", profiler.TracerEventType.Forward):
-            h = np.maximum(x @ W1, 0.0)
-            logits = h @ W2
+            h, logits = model.forward(x)
         backward = profiler.RecordEvent("backward", profiler.TracerEventType.Backward)
-        backward.begin()
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        p[np.arange(len(y)), y] -= 1.0
-        grad_w2 = h.T @ p / len(y)
-        with profiler.RecordEvent("relu_grad"):  # nested inside "backward"
-            grad_h = (p @ W2.T) * (h > 0)
-        grad_w1 = x.T @ grad_h / len(y)
+        backward.begin()  # begin()/end() where a with block does not fit
+        grads = model.backward(x, y, h, logits)
+        with profiler.RecordEvent("check gradients"):  # nested inside "backward"
+            assert all(g.shape == w.shape for g, w in zip(grads, (model.w1, model.w2)))
         backward.end()
         with profiler.RecordEvent("sgd", profiler.TracerEventType.Optimization):
-            W1 -= 0.1 * grad_w1
-            W2 -= 0.1 * grad_w2
+            model.sgd(grads)
         prof.step(num_samples=len(y))
 
 result = prof.profiler_result
