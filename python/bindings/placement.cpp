@@ -1,6 +1,8 @@
 // Result.export_chrome_placed: a Chrome trace placed in a timeline shared
 // with other processes (the engine side of profkit.merge): ts relative to a
 // given wall-clock base, a chosen pid, offset flow ids, labelled processes.
+#include <pybind11/stl.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
