@@ -18,8 +18,9 @@ hold a different number of steps):
 
 The slowest rank is the one with the longest step time. In a synchronous job
 every rank waits for the slowest at each collective, so step times end up
-close; then the rank with the most computation is the one the others wait
-for (they show more communication), and the summary says so.
+close; the straggler shows as the rank with the most computation and the
+least communication (the others wait for it inside their collectives), and
+the summary names it when the figures agree.
 
 Thread-safety: the functions are pure; a CrossRankSummary is immutable.
 """
@@ -141,17 +142,17 @@ class CrossRankSummary:
         busy = self.most_computation
         if busy is not None and busy.computation_ns is not None:
             others = [r for r in self.ranks if r is not busy]
-            if len(others) == 1:
-                waiting = f"{others[0].name} spends {others[0].communication_ns / scale:.2f} {unit} per step in communication"
+            low = min(r.communication_ns for r in others) / scale
+            high = max(r.communication_ns for r in others) / scale
+            waits = f"{low:.2f}" if len(others) == 1 else f"{low:.2f}-{high:.2f}"
+            if all(busy.communication_ns <= r.communication_ns for r in others):
+                lines.append(
+                    f"Likely straggler: {busy.name} computes the most ({busy.computation_ns / scale:.2f} {unit} per "
+                    f"step) and spends the least time in communication ({busy.communication_ns / scale:.2f} {unit}); "
+                    f"the other ranks wait for it inside their collectives ({waits} {unit})."
+                )
             else:
-                low = min(r.communication_ns for r in others) / scale
-                high = max(r.communication_ns for r in others) / scale
-                waiting = f"the other ranks spend {low:.2f}-{high:.2f} {unit} per step in communication"
-            lines.append(
-                f"Most computation: {busy.name} ({busy.computation_ns / scale:.2f} {unit} per step). In a synchronous "
-                f"job the others wait for it inside their collectives: {waiting}, {busy.name} "
-                f"{busy.communication_ns / scale:.2f} {unit}."
-            )
+                lines.append(f"Most computation: {busy.name} ({busy.computation_ns / scale:.2f} {unit} per step).")
         return lines
 
     def __str__(self) -> str:

@@ -23,16 +23,22 @@ What is recorded, while a profkit recording window is open:
   picks the work up (microseconds after the launch; or when the work
   launched before it completes, since the waiter takes them in order) until
   the work completes — the time the communication was really under way, for
-  the Distributed Summary's Overlap. CUDA tensors get no in-flight event:
+  the Distributed Summary's Overlap. The waiter waits on the work's future,
+  never on the work: gloo's send/recv works have no future and wake only
+  one waiter, so isend/irecv on gloo get no in-flight event (waiting on them
+  too would hang the caller's own wait). CUDA tensors get none either:
   waiting from another thread would make that thread's stream wait, and GPU
   tracing shows the NCCL kernels anyway.
 - DDP reduces gradients in C++ (its Reducer), not through these functions.
   ``instrument_ddp(model)`` registers torch's own ``allreduce_hook`` (the
   same reduction, through Python) as the model's communication hook, so the
   bucket all-reduces show as "all_reduce" events with a ``ddp_bucket``
-  argument, plus their in-flight time. A custom hook is instrumented the
-  same way: ``instrument_ddp(model, hook=powerSGD_hook, state=...)``. The
-  Python hook costs a few microseconds per bucket.
+  argument, plus their in-flight time; and, on CPU, the end of backward where
+  DDP waits for the reductions becomes a "DDP wait for all_reduce" event on
+  the backward thread (the communication that computation did not hide). A
+  custom hook is instrumented the same way: ``instrument_ddp(model,
+  hook=powerSGD_hook, state=...)``. The Python hook costs a few microseconds
+  per bucket.
 
 Not recorded: functions bound before ``enable()`` (``from torch.distributed
 import all_reduce``), torch.distributed's internal calls (an object
@@ -94,10 +100,12 @@ COLLECTIVES: Dict[str, _Spec] = {
     "reduce": _Spec(sent=["tensor"], peer="dst"),
     "all_gather": _Spec(sent=["tensor"], received=["tensor_list"]),
     "all_gather_into_tensor": _Spec(sent=["input_tensor"], received=["output_tensor"]),
+    "all_gather_single": _Spec(sent=["input_tensor"], received=["output_tensor"]),
     "_all_gather_base": _Spec(sent=["input_tensor"], received=["output_tensor"]),
     "all_gather_coalesced": _Spec(sent=["input_tensor_list"], received=["output_tensor_lists"]),
     "reduce_scatter": _Spec(sent=["input_list"], received=["output"]),
     "reduce_scatter_tensor": _Spec(sent=["input"], received=["output"]),
+    "reduce_scatter_single": _Spec(sent=["input"], received=["output"]),
     "_reduce_scatter_base": _Spec(sent=["input"], received=["output"]),
     "gather": _Spec(sent=["tensor"], received=["gather_list"], peer="dst"),
     "scatter": _Spec(sent=["scatter_list"], received=["tensor"], peer="src"),
@@ -284,8 +292,8 @@ class _InFlight:
         self._thread: Optional[threading.Thread] = None
         self._start_lock = threading.Lock()
 
-    def track(self, name: str, works: List[Any], args: Sequence[Tuple[str, Any]]) -> None:
-        if not works:
+    def track(self, name: str, futures: List[Any], args: Sequence[Tuple[str, Any]]) -> None:
+        if not futures:
             return
         if self._thread is None:
             with self._start_lock:
@@ -293,7 +301,7 @@ class _InFlight:
                     thread = threading.Thread(target=self._run, name=IN_FLIGHT_THREAD_NAME, daemon=True)
                     thread.start()
                     self._thread = thread
-        self._queue.put((name + IN_FLIGHT_SUFFIX, works, args))
+        self._queue.put((name + IN_FLIGHT_SUFFIX, futures, args))
 
     def drain(self, timeout: float = 10.0) -> bool:
         """Waits until every work tracked so far has been waited for (tests, and
@@ -314,19 +322,19 @@ class _InFlight:
             if isinstance(item, threading.Event):
                 item.set()
                 continue
-            name, works, args = item
+            name, futures, args = item
             event = RecordEvent(name, _COMMUNICATION)
             event.begin()
             try:
                 _annotate(args)
-                for work in works:
+                for future in futures:
                     try:
-                        work.wait()
+                        future.wait()  # any number of threads may wait on a future
                     except Exception:  # the caller sees the failure on its own wait
                         pass
             finally:
                 event.end()
-            del works, item
+            del futures, item
 
 
 _in_flight = _InFlight()
@@ -377,13 +385,26 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: _Spec) -> Calla
         finally:
             event.end()
         if call is not None and call.cpu and result is not None and _is_async(name, call):
-            works = result if isinstance(result, list) else [result]
-            _in_flight.track(event_name, [w for w in works if hasattr(w, "wait")], call.args)
+            _in_flight.track(event_name, _futures(result), call.args)
         return result
 
     functools.update_wrapper(wrapper, original)
     wrapper.__profkit_original__ = original  # type: ignore[attr-defined]
     return wrapper
+
+
+def _futures(result: Any) -> List[Any]:
+    """The futures of a call's works. Never the works themselves: waiting
+    twice on a gloo send/recv work (ours and the caller's) hangs the caller,
+    since each completion wakes one waiter. Works without a future (gloo's
+    send/recv) are not tracked."""
+    futures = []
+    for work in result if isinstance(result, list) else [result]:
+        try:
+            futures.append(work.get_future())
+        except Exception:  # "getFuture not implemented": no in-flight event for it
+            pass
+    return futures
 
 
 def _is_async(name: str, call: _Call) -> bool:
@@ -481,6 +502,42 @@ def is_enabled() -> bool:
     return bool(_originals)
 
 
+DDP_WAIT_NAME = "DDP wait for all_reduce"
+
+
+def _mark_ddp_wait(engine: Any, buckets: int) -> None:
+    """Records DDP's wait for its gradient all-reduces at the end of backward.
+
+    Once the last bucket is launched, backward has computed every gradient;
+    what is left is DDP's finalizer waiting for the reductions. DDP queues
+    it as an autograd final callback right after this hook returns, and final
+    callbacks run in order, so ours re-queues itself once: the second run
+    comes after the finalizer. The event spans [last launch, finalizer done]
+    on the backward thread: the communication that computation did not hide.
+    CPU only: on CUDA that wait is a stream wait, not a CPU one.
+    """
+    event = RecordEvent(DDP_WAIT_NAME, _COMMUNICATION)
+    event.begin()
+    _C.event_arg_int(_key("buckets"), buckets)
+
+    def end() -> None:
+        try:
+            event.end()
+        except RuntimeError:  # pragma: no cover - the callback ran on another thread: leave it out
+            pass
+
+    def after_finalizer() -> None:
+        try:
+            engine.queue_callback(end)
+        except RuntimeError:  # pragma: no cover - callbacks cannot be queued here: end now
+            end()
+
+    try:
+        engine.queue_callback(after_finalizer)
+    except RuntimeError:  # pragma: no cover - not inside a backward pass after all
+        end()
+
+
 def instrument_ddp(model: Any, hook: Optional[Callable[..., Any]] = None, state: Any = None) -> Any:
     """Makes DDP's gradient all-reduces visible to profkit; returns ``model``.
 
@@ -509,15 +566,22 @@ def instrument_ddp(model: Any, hook: Optional[Callable[..., Any]] = None, state:
     chosen = hook
     is_recording = _C.is_recording
 
+    import torch  # noqa: PLC0415
+
+    engine = torch.autograd.Variable._execution_engine
+
     # No annotations: DDP checks them against dist.GradBucket and Future[Tensor].
     def profkit_ddp_comm_hook(hook_state, bucket):  # type: ignore[no-untyped-def]
         if not is_recording():
             return chosen(hook_state, bucket)
         _context.ddp_bucket = int(bucket.index())
         try:
-            return chosen(hook_state, bucket)
+            future = chosen(hook_state, bucket)
         finally:
             _context.ddp_bucket = None
+        if bucket.is_last() and bucket.buffer().device.type == "cpu":
+            _mark_ddp_wait(engine, int(bucket.index()) + 1)
+        return future
 
     profkit_ddp_comm_hook.__qualname__ = f"profkit_ddp_comm_hook[{getattr(chosen, '__name__', 'hook')}]"
     try:
