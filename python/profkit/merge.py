@@ -44,7 +44,7 @@ import tempfile
 import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -157,7 +157,7 @@ class _Source:
     def __init__(self, name: Optional[str], path: str) -> None:
         self.name = name
         self.path = path
-        self.result: Optional["_C.Result"] = None
+        self.is_pktrace = False
         self.meta: Dict[str, Any] = {}
         self.pids: List[int] = []  # the pids its events use, host pid first
         self.layout: Optional[Tuple[int, int]] = None  # Chrome events' byte range, when line-per-event
@@ -166,7 +166,7 @@ class _Source:
 
     @property
     def format(self) -> str:
-        return "pktrace" if self.result is not None else "chrome"
+        return "pktrace" if self.is_pktrace else "chrome"
 
     def _open(self) -> None:
         path = self.path
@@ -186,12 +186,15 @@ class _Source:
 
     def _open_pktrace(self) -> None:
         try:
-            self.result = _C.load(self.path)
+            result = self.load()
         except (OSError, ValueError, RuntimeError) as e:
             raise MergeError(f"merge: cannot read {self.path!r} as a profkit trace: {e}") from e
-        info = self.result.info()
-        host = _records.view(self.result.host_events, _records.HOST_EVENT)
-        device = _records.view(self.result.device_events, _records.DEVICE_EVENT)
+        self.is_pktrace = True
+        # Only the facts are kept: the trace is loaded again when its turn to be
+        # written comes, so that one input at a time is in memory.
+        info = result.info()
+        host = _records.view(result.host_events, _records.HOST_EVENT)
+        device = _records.view(result.device_events, _records.DEVICE_EVENT)
         # The engine's time base for the export: the first event or the window start.
         first = int(info["start_ns"])
         if len(host):
@@ -215,6 +218,9 @@ class _Source:
         pid = self.meta["pid"]
         devices = np.unique(device["device"]) if len(device) else []
         self.pids = [pid] + [pid + _DEVICE_PROCESS_STRIDE * (int(d) + 1) for d in devices]
+
+    def load(self) -> "_C.Result":
+        return _C.load(self.path)
 
     def _open_chrome(self) -> None:
         """Our Chrome JSON: the metadata object is at the end, the process
@@ -398,7 +404,22 @@ class _Pids:
 # ---- writing ----------------------------------------------------------------------
 
 _PID = re.compile(rb'"pid":(\d+)')
-_HEAD_FIELDS = re.compile(r'"(ts|pid|id)":(\d+)(\.\d+)?')
+
+
+def _number_end(text: str, start: int) -> int:
+    """Where the number starting at `start` ends: the next ',' (or the '}')."""
+    end = text.find(",", start)
+    return end if end >= 0 else text.find("}", start)
+
+
+def _with_number(head: str, key: str, change: Callable[[str], str]) -> str:
+    """`head` with the number after `key` replaced by change(number)."""
+    found = head.find(key)
+    if found < 0:
+        return head
+    start = found + len(key)
+    end = _number_end(head, start)
+    return head[:start] + change(head[start:end]) + head[end:]
 
 
 def _shift_ts(text: str, shift_ns: int) -> str:
@@ -419,24 +440,37 @@ class _LineRewriter:
         self.sort_offset = sort_offset
         self.max_flow_id = 0
 
-    def _field(self, match: "re.Match[str]") -> str:
-        key, number, fraction = match.group(1), match.group(2), match.group(3) or ""
-        if key == "ts":
-            return f'"ts":{_shift_ts(number + fraction, self.shift_ns)}'
-        if key == "pid":
-            return f'"pid":{int(number) + self.pid_delta}'
-        flow = int(number) + self.flow_offset
-        self.max_flow_id = max(self.max_flow_id, flow)
-        return f'"id":{flow}'
-
     def line(self, line: str) -> str:
         """One event line (no separator)."""
         if line.startswith('{"ph":"M"'):
             return _dump(self.event(json.loads(line)))
-        # Only the fields before "args" are ours; args keys are anybody's.
+        # Only the fields before "args" are ours; args keys are anybody's. (A
+        # key's quotes cannot occur inside a string value: those are escaped.)
         cut = line.find(',"args":')
         head, tail = (line, "") if cut < 0 else (line[:cut], line[cut:])
-        return _HEAD_FIELDS.sub(self._field, head) + tail
+        if self.shift_ns:
+            head = _with_number(head, '"ts":', self._shifted)
+        if self.pid_delta:
+            head = _with_number(head, '"pid":', self._moved)
+        if self.flow_offset and head.startswith(('{"ph":"s"', '{"ph":"f"', '{"ph":"t"')):
+            head = _with_number(head, '"id":', self._flow)
+        elif head.startswith(('{"ph":"s"', '{"ph":"f"', '{"ph":"t"')):
+            found = head.find('"id":')
+            if found >= 0:
+                self._flow(head[found + 5 : _number_end(head, found + 5)])
+        return head + tail
+
+    def _shifted(self, text: str) -> str:
+        return _shift_ts(text, self.shift_ns)
+
+    def _moved(self, text: str) -> str:
+        return str(int(text) + self.pid_delta)
+
+    def _flow(self, text: str) -> str:
+        flow = int(text) + self.flow_offset
+        if flow > self.max_flow_id:
+            self.max_flow_id = flow
+        return str(flow)
 
     def event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """One event as a dict (metadata events, and files in another layout)."""
@@ -481,27 +515,37 @@ class _Writer:
 
 
 def _copy_range(source: IO[bytes], start: int, end: int, writer: _Writer) -> int:
-    """Copies bytes [start, end) of an event block; returns the lines copied."""
-    lines = 0
-    with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        first = True
-        position = start
-        while position < end:
-            chunk = m[position : min(position + _COPY_BLOCK, end)]
-            lines += chunk.count(b"\n")
-            if first:
-                writer.block(chunk)
-                first = False
-            else:
-                writer.out.write(chunk)
-            position += len(chunk)
-    return lines + (1 if end > start else 0)
+    """Copies bytes [start, end) of an event block through one reused buffer;
+    returns the lines copied."""
+    if end <= start:
+        return 0
+    buffer = bytearray(min(_COPY_BLOCK, end - start))
+    view = memoryview(buffer)
+    source.seek(start)
+    lines = 1
+    remaining = end - start
+    first = True
+    while remaining > 0:
+        n = source.readinto(view[: min(len(buffer), remaining)])
+        if not n:  # pragma: no cover - the file shrank under us
+            raise MergeError("merge: a temporary export was cut short")
+        lines += buffer.count(b"\n", 0, n)
+        if first:
+            writer.block(view[:n])
+            first = False
+        else:
+            writer.out.write(view[:n])
+        remaining -= n
+    return lines
 
 
 def _write_pktrace(s: _Source, writer: _Writer, scratch: str, base_wall_ns: int, placed: Dict[str, Any]) -> int:
     temp = os.path.join(scratch, "input.trace.json")
-    assert s.result is not None
-    s.result.export_chrome_placed(
+    try:
+        result = s.load()
+    except (OSError, ValueError, RuntimeError) as e:  # pragma: no cover - it was readable a moment ago
+        raise MergeError(f"merge: cannot read {s.path!r} as a profkit trace: {e}") from e
+    result.export_chrome_placed(
         temp,
         time_base_wall_ns=base_wall_ns,
         pid=s.meta["pid"] + placed["pid_delta"],
@@ -510,10 +554,13 @@ def _write_pktrace(s: _Source, writer: _Writer, scratch: str, base_wall_ns: int,
         sort_index_offset=placed["sort_offset"],
         include_flows=placed["include_flows"],
     )
+    del result  # unmapped before the copy: one input's memory at a time
     try:
-        with open(temp, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            footer = m.rfind(_FOOTER)
-            if m[: len(_HEADER)] != _HEADER or footer < 0:  # pragma: no cover - the engine's own layout
+        with open(temp, "rb") as f:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:  # rfind reads only the tail
+                footer = m.rfind(_FOOTER)
+                header_ok = m[: len(_HEADER)] == _HEADER
+            if not header_ok or footer < 0:  # pragma: no cover - the engine's own layout
                 raise MergeError(f"merge: the engine wrote {s.path!r} in an unexpected layout")
             return _copy_range(f, len(_HEADER), footer, writer)
     finally:
@@ -546,28 +593,28 @@ def _write_chrome(s: _Source, writer: _Writer, rewriter: _LineRewriter, include_
         return lines
     assert s.layout is not None
     start, end = s.layout
+    rewrite = rewriter.line
     with open(s.path, "rb") as f:
         f.seek(start)
         remaining = end - start
-        size = 0
+        carry = b""
         while remaining > 0:
-            raw = f.readline(min(remaining, 1 << 26))
-            remaining -= len(raw)
-            text = raw.decode("utf-8").rstrip("\n")
-            if text.endswith(","):
-                text = text[:-1]
-            if not text:
-                continue
-            if not keep(text):
-                continue
-            out = rewriter.line(text)
-            pending.append(out if not pending else ",\n" + out)
-            size += len(out)
-            lines += 1
-            if size >= _COPY_BLOCK // 4:
-                flush()
-                size = 0
-    flush()
+            block = f.read(min(remaining, _COPY_BLOCK // 4))
+            if not block:  # pragma: no cover - the file shrank under us
+                raise MergeError(f"merge: {s.path!r} changed while it was being read")
+            remaining -= len(block)
+            block = carry + block
+            cut = block.rfind(b"\n") + 1 if remaining > 0 else len(block)
+            carry = block[cut:]
+            out = []
+            for text in block[:cut].decode("utf-8").split("\n"):
+                if text.endswith(","):
+                    text = text[:-1]
+                if not text or not keep(text):
+                    continue
+                out.append(rewrite(text))
+            lines += len(out)
+            writer.block(",\n".join(out).encode("utf-8"))
     return lines
 
 
@@ -637,7 +684,7 @@ def merge_traces(
                     "sort_offset": k * _SORT_INDEX_STRIDE,
                     "include_flows": include_flows,
                 }
-                if s.result is not None:
+                if s.is_pktrace:
                     lines = _write_pktrace(s, writer, scratch, base_wall_ns, placed)
                     flow_offset += s.meta["flow_ids"]
                 else:
