@@ -60,8 +60,9 @@ error when torch (or torch.distributed) is not available.
 import functools
 import inspect
 import queue
+import sys
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C, profiler
 from .._C import RecordEvent
@@ -167,38 +168,39 @@ def _torch_distributed():
 # ---- what a call moves ------------------------------------------------------------
 
 
-def _nbytes(value: Any) -> Optional[int]:
-    """Bytes of a tensor, a list of tensors (or of lists), P2POps; None if none."""
+def _payload(value: Any) -> Tuple[Optional[int], Any]:
+    """(bytes, first tensor) of a tensor, a P2POp, or a list of them (or of
+    lists); (None, None) when there is no tensor."""
     if value is None:
-        return None
-    if hasattr(value, "element_size") and hasattr(value, "numel"):
-        return int(value.numel()) * int(value.element_size())
+        return None, None
+    nbytes = getattr(value, "nbytes", None)
+    if nbytes is not None and hasattr(value, "element_size"):  # a tensor
+        return int(nbytes), value
     tensor = getattr(value, "tensor", None)  # a P2POp
-    if tensor is not None and hasattr(tensor, "element_size"):
-        return _nbytes(tensor)
-    if isinstance(value, (list, tuple)):
-        total, found = 0, False
-        for item in value:
-            n = _nbytes(item)
-            if n is not None:
-                total += n
-                found = True
-        return total if found else None
-    return None
-
-
-def _first_tensor(value: Any) -> Any:
-    if hasattr(value, "element_size"):
-        return value
-    tensor = getattr(value, "tensor", None)
     if tensor is not None:
-        return tensor
+        return _payload(tensor)
     if isinstance(value, (list, tuple)):
+        total, first = None, None
         for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
+            n, t = _payload(item)
+            if n is not None:
+                total = n if total is None else total + n
+                if first is None:
+                    first = t
+        return total, first
+    return None, None
+
+
+def _payloads(bound: Dict[str, Any], names: Sequence[str], tensor: Any) -> Tuple[Optional[int], Any]:
+    """Total bytes of the named arguments, and the first tensor (``tensor`` if already found)."""
+    total = None
+    for name in names:
+        n, t = _payload(bound.get(name))
+        if n is not None:
+            total = n if total is None else total + n
+            if tensor is None:
+                tensor = t
+    return total, tensor
 
 
 class _Call:
@@ -211,31 +213,25 @@ class _Call:
         self.cpu = False
 
 
-def _describe(name: str, spec: _Spec, signature: Optional[inspect.Signature], args: tuple, kwargs: dict) -> _Call:
+def _describe(name: str, spec: _Spec, params: Optional[Tuple[str, ...]], has_async: bool, args: tuple,
+              kwargs: dict) -> _Call:
     call = _Call()
-    if spec.positional:
-        bound: Dict[str, Any] = {str(i): a for i, a in enumerate(args)}
+    if params is None:  # a builtin without a signature: arguments by position
+        params = tuple(str(i) for i in range(len(args)))
+    bound: Dict[str, Any] = dict(zip(params, args))
+    if kwargs:
         bound.update(kwargs)
-    elif signature is not None:
-        bound = signature.bind(*args, **kwargs).arguments
-    else:
-        bound = dict(kwargs)
-    sent = _sum(bound.get(p) for p in spec.sent)
-    received = _sum(bound.get(p) for p in spec.received)
+    sent, tensor = _payloads(bound, spec.sent, None)
+    received, tensor = _payloads(bound, spec.received, tensor)
     if sent is not None:
         call.args.append(("bytes", sent))
         if received is not None:
             call.args.append(("out_bytes", received))
     elif received is not None:
         call.args.append(("bytes", received))
-    tensor = None
-    for p in spec.sent + spec.received:
-        tensor = _first_tensor(bound.get(p))
-        if tensor is not None:
-            break
     if tensor is not None:
-        call.args.append(("dtype", str(tensor.dtype).replace("torch.", "")))
-        call.cpu = getattr(tensor, "device", None) is not None and tensor.device.type == "cpu"
+        call.args.append(("dtype", _dtype_name(tensor.dtype)))
+        call.cpu = tensor.device.type == "cpu"
     if spec.group is not None:
         size = _group_size(bound.get(spec.group))
         if size is not None:
@@ -244,7 +240,7 @@ def _describe(name: str, spec: _Spec, signature: Optional[inspect.Signature], ar
         call.args.append(("peer", bound[spec.peer]))
     if name in _ALWAYS_ASYNC:
         call.args.append(("async_op", 1))
-    elif signature is not None and "async_op" in signature.parameters:
+    elif has_async:
         call.args.append(("async_op", int(bool(bound.get("async_op", False)))))
     if name == "batch_isend_irecv" and isinstance(bound.get("p2p_op_list"), list):
         call.args.append(("ops", len(bound["p2p_op_list"])))
@@ -254,22 +250,24 @@ def _describe(name: str, spec: _Spec, signature: Optional[inspect.Signature], ar
     return call
 
 
-def _sum(values: Iterable[Any]) -> Optional[int]:
-    total, found = 0, False
-    for v in values:
-        n = _nbytes(v)
-        if n is not None:
-            total += n
-            found = True
-    return total if found else None
-
-
 def _group_size(group: Any) -> Optional[int]:
     try:
-        size = group.size() if group is not None and hasattr(group, "size") else _torch_distributed().get_world_size()
-        return int(size)
-    except Exception:  # not initialized, not a member: leave it out
+        if group is None:  # the default group, without get_world_size()'s layers
+            c10d = sys.modules["torch.distributed.distributed_c10d"]
+            group = c10d.GroupMember.WORLD
+        return int(group.size())
+    except Exception:  # not initialized, not a member, another torch: leave it out
         return None
+
+
+_DTYPE_NAMES: Dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    text = _DTYPE_NAMES.get(dtype)
+    if text is None:
+        text = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return text
 
 
 def _annotate(args: Sequence[Tuple[str, Any]]) -> None:
@@ -363,10 +361,18 @@ def _finish_in_flight() -> None:
 
 def _make_wrapper(name: str, original: Callable[..., Any], spec: _Spec) -> Callable[..., Any]:
     event_name = _EVENT_NAMES.get(name, name)
-    try:
-        signature: Optional[inspect.Signature] = None if spec.positional else inspect.signature(original)
-    except (TypeError, ValueError):
-        signature = None
+    # Parameter names, to find arguments by name however they were passed
+    # (zip with the positional arguments: cheaper than Signature.bind).
+    params: Optional[Tuple[str, ...]] = None
+    has_async = False
+    if not spec.positional:
+        try:
+            parameters = inspect.signature(original).parameters
+        except (TypeError, ValueError):
+            parameters = {}
+        positional_kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        params = tuple(p.name for p in parameters.values() if p.kind in positional_kinds)
+        has_async = "async_op" in parameters
     is_recording = _C.is_recording
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -377,7 +383,7 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: _Spec) -> Calla
         call = None
         try:
             try:
-                call = _describe(name, spec, signature, args, kwargs)
+                call = _describe(name, spec, params, has_async, args, kwargs)
                 _annotate(call.args)
             except Exception:  # never let profiling break the call; record it without arguments
                 call = None
