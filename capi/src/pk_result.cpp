@@ -58,6 +58,7 @@ PK_API void pk_chrome_options_init(pk_chrome_options* options) noexcept {
   defaults.struct_size = sizeof defaults;
   defaults.label_durations = 0;
   defaults.include_flows = 1;
+  defaults.pid = -1;
   const size_t n = options->struct_size < sizeof defaults ? options->struct_size : sizeof defaults;
   std::memcpy(reinterpret_cast<char*>(options) + sizeof(size_t),
               reinterpret_cast<const char*>(&defaults) + sizeof(size_t), n - sizeof(size_t));
@@ -80,6 +81,16 @@ PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path
       }
       o.label_durations = given.label_durations != 0;
       o.include_flows = given.include_flows != 0;
+      o.use_time_base = given.use_time_base != 0;
+      o.time_base_wall_ns = given.time_base_wall_ns;
+      if (given.pid < -1) {
+        throw profkit::Error(PK_ERR_INVALID_ARGUMENT, "pk_result_export_chrome: pid " + std::to_string(given.pid) +
+                                                          " is not a process id (use -1 for the OS pid)");
+      }
+      o.pid = given.pid;
+      o.flow_id_offset = given.flow_id_offset;
+      if (given.process_label_prefix != nullptr) o.process_label_prefix = given.process_label_prefix;
+      o.sort_index_offset = given.sort_index_offset;
     }
     profkit::export_chrome_trace(*r->impl, path, o);
   });

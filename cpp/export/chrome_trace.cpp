@@ -6,11 +6,13 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "common/event_types.h"
 #include "export/json_escape.h"
 
@@ -121,22 +123,44 @@ inline char* write_us(char* p, uint64_t ns) {
   return p + 4;
 }
 
+// The trace's own time base: its first event (host or timed GPU), or the
+// window start if that is earlier.
+uint64_t first_time_ns(const Result& r) {
+  uint64_t base = r.info.start_ns;
+  for (const ThreadRecord& t : r.threads) {
+    if (t.event_count > 0) base = std::min(base, r.host_events[t.first_event].start_ns);
+  }
+  for (const pk_device_event& d : r.device_events) {
+    // GPU work without timestamps (CUPTI ran short of device memory) says
+    // nothing about when the trace starts; a 0 here would shift everything.
+    if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) == 0) base = std::min(base, d.start_ns);
+  }
+  return base;
+}
+
+// How far after the placed time base the trace's own base lies (0 unplaced).
+uint64_t placement_shift_ns(const Result& r, const ChromeOptions& options) {
+  if (!options.use_time_base) return 0;
+  // Both sides in wall-clock ns, which fit int64 for centuries.
+  const int64_t own_base_wall = static_cast<int64_t>(first_time_ns(r)) + r.info.clock_offset_ns;
+  if (options.time_base_wall_ns > own_base_wall) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, "chrome export: the time base (wall clock " +
+                                             std::to_string(options.time_base_wall_ns) +
+                                             " ns) is after the trace's first event (" + std::to_string(own_base_wall) +
+                                             " ns); pick a base at or before the start of every trace");
+  }
+  return static_cast<uint64_t>(own_base_wall - options.time_base_wall_ns);
+}
+
 class ChromeTraceWriter {
  public:
-  ChromeTraceWriter(const Result& r, const ChromeOptions& options, AtomicFileWriter& out)
+  ChromeTraceWriter(const Result& r, const ChromeOptions& options, uint64_t shift_ns, AtomicFileWriter& out)
       : r_(r), options_(options), out_(out) {
     names_.resize(r.strings.size());
     for (size_t i = 0; i < r.strings.size(); ++i) append_json_escaped(names_[i], r.strings.view(i));
-    base_ns_ = r.info.start_ns;
-    for (const ThreadRecord& t : r.threads) {
-      if (t.event_count > 0) base_ns_ = std::min(base_ns_, r.host_events[t.first_event].start_ns);
-    }
-    for (const pk_device_event& d : r.device_events) {
-      // GPU work without timestamps (CUPTI ran short of device memory) says
-      // nothing about when the trace starts; a 0 here would shift everything.
-      if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) == 0) base_ns_ = std::min(base_ns_, d.start_ns);
-    }
-    pid_ = r.info.pid;
+    base_ns_ = first_time_ns(r);
+    shift_ns_ = shift_ns;
+    pid_ = options.pid >= 0 ? static_cast<uint64_t>(options.pid) : r.info.pid;
     for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
       complete_prefix_[t] = "\"ph\":\"X\",\"cat\":\"" + std::string(event_type_name(t)) + "\",\"name\":\"";
     }
@@ -236,10 +260,10 @@ class ChromeTraceWriter {
   }
 
   void write_process_metadata() {
-    std::string label = "Process " + std::to_string(pid_) + " (CPU)";
+    std::string label = options_.process_label_prefix + "Process " + std::to_string(r_.info.pid) + " (CPU)";
     if (r_.info.rank >= 0) label += " rank " + std::to_string(r_.info.rank);
     meta_event("process_name", pid_, 0, "name", json_quoted(label));
-    meta_event("process_sort_index", pid_, 0, "sort_index", "0");
+    meta_event("process_sort_index", pid_, 0, "sort_index", std::to_string(options_.sort_index_offset));
     for (size_t t = 0; t < r_.threads.size(); ++t) {
       const ThreadRecord& th = r_.threads[t];
       const std::string base = th.name.empty() ? "Thread " + std::to_string(th.tid) : th.name;
@@ -269,12 +293,13 @@ class ChromeTraceWriter {
     for (const auto& [device, stream] : lanes) {
       const uint64_t pid = device_pid(device);
       if (device != last_device) {
-        std::string gpu_label = "GPU " + std::to_string(device);
+        std::string gpu_label = options_.process_label_prefix + "GPU " + std::to_string(device);
         for (const DeviceInfo& info : r_.devices) {
           if (static_cast<uint32_t>(info.id) == device && !info.name.empty()) gpu_label += " (" + info.name + ")";
         }
         meta_event("process_name", pid, 0, "name", json_quoted(gpu_label));
-        meta_event("process_sort_index", pid, 0, "sort_index", std::to_string(device + 1));
+        meta_event("process_sort_index", pid, 0, "sort_index",
+                   std::to_string(options_.sort_index_offset + static_cast<int64_t>(device) + 1));
         last_device = device;
       }
       meta_event("thread_name", pid, stream, "name", json_quoted("Stream " + std::to_string(stream)));
@@ -296,7 +321,7 @@ class ChromeTraceWriter {
     put_us(relative(start_ns));
   }
   // Time since the trace's base; never wraps for a time before it.
-  uint64_t relative(uint64_t ns) const { return ns > base_ns_ ? ns - base_ns_ : 0; }
+  uint64_t relative(uint64_t ns) const { return (ns > base_ns_ ? ns - base_ns_ : 0) + shift_ns_; }
 
   void write_host_events() {
     const pk_event_arg* arg = r_.event_args.begin();
@@ -324,7 +349,7 @@ class ChromeTraceWriter {
         p = copy(p, complete_prefix_[e.type]);
         p = copy(p, event_name);
         p = copy(p, "\",\"ts\":");
-        p = write_us(p, e.start_ns - base_ns_);
+        p = write_us(p, e.start_ns - base_ns_ + shift_ns_);
         p = copy(p, ",\"dur\":");
         p = write_us(p, e.end_ns - e.start_ns);
         p = copy(p, is_python_layer(e.type) ? python_tail : cpp_tail);
@@ -460,9 +485,9 @@ class ChromeTraceWriter {
       const uint64_t tid = r_.threads[r_.thread_of(d.launch_event)].tid;
       open_event();
       put("\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
-      put_uint(i + 1);
+      put_uint(i + 1 + options_.flow_id_offset);
       put(",\"ts\":");
-      put_us(launch.start_ns - base_ns_);
+      put_us(relative(launch.start_ns));
       put(",\"pid\":");
       put_uint(pid_);
       put(",\"tid\":");
@@ -470,7 +495,7 @@ class ChromeTraceWriter {
       put_char('}');
       open_event();
       put("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
-      put_uint(i + 1);
+      put_uint(i + 1 + options_.flow_id_offset);
       put(",\"ts\":");
       put_us(relative(d.start_ns));
       put(",\"pid\":");
@@ -492,7 +517,7 @@ class ChromeTraceWriter {
     put_quoted("profkit: " + std::to_string(lost) +
                " events were dropped (memory cap, nesting limit or GPU buffers); see the profkit metadata");
     put(",\"ts\":");
-    put_us(i.end_ns > base_ns_ ? i.end_ns - base_ns_ : 0);
+    put_us(relative(i.end_ns));
     put(",\"pid\":");
     put_uint(pid_);
     put(",\"tid\":0}");
@@ -527,8 +552,10 @@ class ChromeTraceWriter {
     kv_int("rank", i.rank);
     kv_int("world_size", i.world_size);
     kv_uint("span_index", i.span_index);
-    kv_uint("base_ns", base_ns_);
-    kv_int("base_wall_ns", static_cast<int64_t>(base_ns_) + i.clock_offset_ns);
+    // The engine-clock time that ts 0 stands for (before the first event when placed).
+    const int64_t base = static_cast<int64_t>(base_ns_) - static_cast<int64_t>(shift_ns_);
+    kv_int("base_ns", base);
+    kv_int("base_wall_ns", base + i.clock_offset_ns);
     kv_uint("start_ns", i.start_ns);
     kv_uint("end_ns", i.end_ns);
     kv_int("clock_offset_ns", i.clock_offset_ns);
@@ -575,6 +602,7 @@ class ChromeTraceWriter {
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;
   uint64_t base_ns_ = 0;
+  uint64_t shift_ns_ = 0;  // added to every time: where base_ns_ sits after the placed time base
   uint64_t pid_ = 0;
   bool first_event_ = true;
 };
@@ -582,8 +610,9 @@ class ChromeTraceWriter {
 }  // namespace
 
 void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options) {
+  const uint64_t shift_ns = placement_shift_ns(result, options);  // before any file is made
   AtomicFileWriter out(path);
-  ChromeTraceWriter(result, options, out).write();
+  ChromeTraceWriter(result, options, shift_ns, out).write();
   out.commit();
 }
 

@@ -21,6 +21,15 @@ namespace profkit {
 struct ChromeOptions {
   bool label_durations = false;  // "name[1.23 ms]"
   bool include_flows = true;     // launch -> GPU arrows
+
+  // Placement in a timeline shared with other processes (profkit merge); the
+  // defaults leave the trace as it is.
+  bool use_time_base = false;        // ts 0 is time_base_wall_ns, not the first event
+  int64_t time_base_wall_ns = 0;     // wall-clock ns; at or before the first event (else Error)
+  int64_t pid = -1;                  // >= 0: host process id in the file; -1: the OS pid
+  uint64_t flow_id_offset = 0;       // added to every flow arrow's id
+  std::string process_label_prefix;  // put before every process name
+  int64_t sort_index_offset = 0;     // added to every process sort index
 };
 
 void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options);

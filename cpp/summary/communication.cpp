@@ -1,6 +1,7 @@
 #include "summary/communication.h"
 
 #include <cctype>
+#include <utility>
 
 namespace profkit {
 
@@ -18,7 +19,8 @@ bool contains_ignoring_case(std::string_view name, std::string_view needle) noex
   return false;
 }
 
-CommunicationTimes compute_communication(const SummaryContext& context, const CommunicationLaunches* launches) {
+CommunicationTimes compute_communication(const SummaryContext& context, const CommunicationLaunches* launches,
+                                         bool host_computation_without_kernels) {
   const Result& r = *context.result;
   CommunicationTimes out;
   // Kernel names are few; decide "nccl" once per string id.
@@ -45,6 +47,11 @@ CommunicationTimes compute_communication(const SummaryContext& context, const Co
   gpu.flush();
   computation.flush();
   out.all = union_of(context.communication_cpu, out.gpu);
+  if (host_computation_without_kernels && context.device_calls[PK_EVENT_KERNEL] == 0 && out.any()) {
+    HostComputation host = compute_host_computation(context);
+    out.computation = std::move(host.intervals);
+    out.host_computation = host.source;
+  }
   out.overlap_ns = length_within(out.all, out.computation);
   return out;
 }

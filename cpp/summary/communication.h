@@ -5,7 +5,9 @@
 // event, or when it is a kernel whose name contains "nccl" (any case; NCCL
 // kernels are often launched by a library's own thread). Communication time
 // is the union of Communication host events and that GPU work; computation
-// time the union of every other kernel; overlap their intersection.
+// time the union of every other kernel; overlap their intersection. A run
+// with no kernels at all can count its host computation instead (see
+// host_computation.h).
 //
 // Thread-safety: the marker is a walk visitor (one walk); the rest is pure.
 #pragma once
@@ -14,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "summary/host_computation.h"
 #include "summary/host_walk.h"
 #include "summary/interval_set.h"
 #include "summary/summary_context.h"
@@ -38,14 +41,19 @@ class CommunicationLaunches : public HostEventVisitor {
 struct CommunicationTimes {
   IntervalList gpu;          // communication GPU work, merged
   IntervalList all;          // CPU ∪ GPU communication
-  IntervalList computation;  // other kernels
-  uint64_t gpu_calls = 0;    // communication GPU records
-  uint64_t overlap_ns = 0;   // |all ∩ computation|
+  IntervalList computation;  // other kernels, or host computation (below)
+  // Not kNone when `computation` is host time because no kernel was recorded.
+  HostComputeSource host_computation = HostComputeSource::kNone;
+  uint64_t gpu_calls = 0;   // communication GPU records
+  uint64_t overlap_ns = 0;  // |all ∩ computation|
   bool any() const noexcept { return !all.empty() || gpu_calls > 0; }
 };
 
-// `launches` may be null (no Communication host events were recorded).
-CommunicationTimes compute_communication(const SummaryContext& context, const CommunicationLaunches* launches);
+// `launches` may be null (no Communication host events were recorded). With
+// `host_computation_without_kernels`, a run that recorded communication but
+// no kernel gets its host computation as `computation`.
+CommunicationTimes compute_communication(const SummaryContext& context, const CommunicationLaunches* launches,
+                                         bool host_computation_without_kernels = false);
 
 // Whether `name` contains `needle` (ASCII, any case).
 bool contains_ignoring_case(std::string_view name, std::string_view needle) noexcept;

@@ -1,5 +1,7 @@
 #include "summary/distributed_table.h"
 
+#include <string>
+
 namespace profkit {
 
 SummaryTable make_distributed_table(const SummaryContext& c, const CommunicationTimes& communication) {
@@ -20,9 +22,16 @@ SummaryTable make_distributed_table(const SummaryContext& c, const Communication
   add("Communication", total_length(communication.all));
   add("Computation", total_length(communication.computation));
   add("Overlap", communication.overlap_ns);
-  t.notes.push_back(
-      "Communication = Communication events on the CPU and their (or NCCL) GPU work, overlaps counted "
-      "once; Computation = all other kernels; Overlap = time in both.");
+  if (communication.host_computation == HostComputeSource::kNone) {
+    t.notes.push_back(
+        "Communication = Communication events on the CPU and their (or NCCL) GPU work, overlaps counted "
+        "once; Computation = all other kernels; Overlap = time in both.");
+  } else {
+    t.notes.push_back(std::string("No GPU kernels were recorded: Computation = time inside ") +
+                      host_compute_source_name(communication.host_computation) +
+                      " events, less each thread's own Communication events; Communication = Communication "
+                      "events, overlaps counted once; Overlap = time in both.");
+  }
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
   return t;
 }

@@ -43,6 +43,23 @@ IntervalList intersection_of(const IntervalList& a, const IntervalList& b) {
   return out;
 }
 
+IntervalList difference_of(const IntervalList& a, const IntervalList& b) {
+  IntervalList out;
+  size_t j = 0;
+  for (const Interval& i : a) {
+    uint64_t start = i.start;
+    // Skip what ends before this interval; b's later intervals may still cut it.
+    while (j < b.size() && b[j].end <= start) ++j;
+    for (size_t k = j; k < b.size() && b[k].start < i.end; ++k) {
+      if (b[k].start > start) out.push_back({start, b[k].start});
+      start = std::max(start, b[k].end);
+      if (start >= i.end) break;
+    }
+    if (start < i.end) out.push_back({start, i.end});
+  }
+  return out;
+}
+
 uint64_t length_within(const IntervalList& merged, const IntervalList& window) noexcept {
   uint64_t sum = 0;
   size_t i = 0;

@@ -58,6 +58,8 @@ class IntervalMerger {
 uint64_t total_length(const IntervalList& merged) noexcept;
 IntervalList union_of(const IntervalList& a, const IntervalList& b);
 IntervalList intersection_of(const IntervalList& a, const IntervalList& b);
+// The time of `a` that is not in `b` (both merged).
+IntervalList difference_of(const IntervalList& a, const IntervalList& b);
 // Time of `merged` that falls inside `window` (both merged).
 uint64_t length_within(const IntervalList& merged, const IntervalList& window) noexcept;
 

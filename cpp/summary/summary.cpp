@@ -39,7 +39,8 @@ Summary compute_summary(const Result& result, const SummaryOptions& options) {
   if (!visitors.empty()) walk_host_events(result, visitors);
   CommunicationTimes communication;
   if (wants_communication) {
-    communication = compute_communication(context, communication_launches ? &*communication_launches : nullptr);
+    communication = compute_communication(context, communication_launches ? &*communication_launches : nullptr,
+                                          options.wants(SummaryView::kDistributed));
   }
 
   Summary s;

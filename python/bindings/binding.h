@@ -62,5 +62,6 @@ void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: co
 void bind_record_event(py::module_& m);                        // record_event.cpp: RecordEvent (raw CPython type)
 void bind_gpu(py::module_& m);                                 // gpu.cpp: GPU tracing control
 void bind_summary(py::class_<Result>& result);                 // summary.cpp: summary tables
+void bind_placement(py::class_<Result>& result);               // placement.cpp: Chrome export for merged timelines
 
 }  // namespace profkit_py

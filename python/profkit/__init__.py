@@ -23,7 +23,9 @@ from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView, Trac
 from ._paths import get_cmake_dir, get_include, get_library
 from ._warnings import ProfilerWarning
 from .dataloader import dataloader_range, wrap_dataloader
+from .cross_rank import CrossRankSummary, cross_rank_summary
 from .export_callbacks import export_chrome_tracing, export_protobuf
+from .merge import MergeError, merge_traces
 from .profiler import Profiler
 from .result import ProfilerResult, load_profiler_result
 from .scheduler import make_scheduler
@@ -46,6 +48,10 @@ __all__ = [
     "ProfilerWarning",
     "dataloader_range",
     "wrap_dataloader",
+    "merge_traces",
+    "MergeError",
+    "cross_rank_summary",
+    "CrossRankSummary",
     "get_include",
     "get_library",
     "get_cmake_dir",

@@ -3,6 +3,8 @@
     profkit info FILE.pktrace                  run facts, events per type, span, dropped counts
     profkit export FILE.pktrace [-o OUT.trace.json] [--label-durations] [--no-flows]
     profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView ...]
+    profkit summary --ranks [NAME=]FILE.pktrace ...   the ranks of a distributed job side by side
+    profkit merge [NAME=]FILE ... -o OUT.trace.json    one timeline from several processes' traces
 
 Exit status 0 on success; on bad input 1 (a file that cannot be read or
 written) or 2 (a bad command line), with one line on stderr:
@@ -12,6 +14,7 @@ written) or 2 (a bad command line), with one line on stderr:
 import argparse
 import json
 import sys
+import warnings
 from typing import List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
@@ -31,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = _Parser(prog="profkit", description="Inspect and convert profkit trace files (.pktrace).")
+    parser = _Parser(prog="profkit", description="Inspect, convert and merge profkit trace files (.pktrace).")
     parser.add_argument("--version", action="version", version=f"profkit {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
@@ -46,14 +49,28 @@ def _build_parser() -> argparse.ArgumentParser:
     export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
     export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
 
-    summary = commands.add_parser("summary", help="print the summary tables")
-    summary.add_argument("file", help="a .pktrace file")
+    summary = commands.add_parser("summary", help="print the summary tables (or, with --ranks, the cross-rank view)")
+    summary.add_argument("files", nargs="+", metavar="FILE", help="a .pktrace file (with --ranks: one per rank)")
+    summary.add_argument(
+        "--ranks", action="store_true", help="compare ranks: step time, computation, communication, overlap per rank"
+    )
+    summary.add_argument("--json", action="store_true", help="with --ranks: print the figures as JSON")
     summary.add_argument("--sorted-by", default="CPUTotal", choices=[k.name for k in SortedKeys])
     summary.add_argument("--time-unit", default="ms", choices=["s", "ms", "us", "ns"])
     summary.add_argument("--views", nargs="+", choices=[v.name for v in SummaryView], help="tables to print")
     summary.add_argument("--no-op-detail", action="store_true", help="leave out operators' inner events")
     summary.add_argument("--thread-sep", action="store_true", help="split the operator table by thread")
     summary.add_argument("--row-limit", type=int, help="rows per table")
+
+    merge = commands.add_parser("merge", help="merge several processes' traces into one Chrome trace timeline")
+    merge.add_argument(
+        "inputs", nargs="+", metavar="[NAME=]FILE", help="a .pktrace (or profkit .trace.json) file per process"
+    )
+    merge.add_argument("-o", "--output", required=True, help="the merged .trace.json to write")
+    merge.add_argument(
+        "--allow-mismatch", action="store_true", help="warn instead of failing on duplicate ranks or world sizes"
+    )
+    merge.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
     return parser
 
 
@@ -117,9 +134,14 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _summary(args: argparse.Namespace) -> None:
+    if args.ranks:
+        _summary_ranks(args)
+        return
+    if len(args.files) > 1:
+        raise _UsageError(f"summary takes one FILE ({len(args.files)} given); compare ranks with --ranks FILE ...")
     from .result import load_profiler_result
 
-    result = load_profiler_result(args.file)
+    result = load_profiler_result(args.files[0])
     views = [SummaryView[v] for v in args.views] if args.views else None
     print(
         result.summary(
@@ -130,6 +152,36 @@ def _summary(args: argparse.Namespace) -> None:
             views=views,
             row_limit=args.row_limit,
         )
+    )
+
+
+def _summary_ranks(args: argparse.Namespace) -> None:
+    from .cross_rank import cross_rank_summary
+    from .merge import parse_merge_inputs
+
+    pairs = parse_merge_inputs(args.files)
+    names = [name for name, _ in pairs]
+    summary = cross_rank_summary([path for _, path in pairs], names=names if all(names) else None)
+    if args.json:
+        print(json.dumps(summary.to_dict()))
+    else:
+        print(summary.text(args.time_unit), end="")
+
+
+def _merge(args: argparse.Namespace) -> None:
+    from .merge import merge_traces
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = merge_traces(
+            args.inputs, args.output, strict=not args.allow_mismatch, include_flows=not args.no_flows
+        )
+    for w in caught:
+        print(f"profkit: warning: {_one_line(w.message)}".replace("profkit merge: ", ""), file=sys.stderr)
+    names = ", ".join(i.name for i in report.inputs)
+    print(
+        f"wrote {report.output}: {len(report.inputs)} processes ({names}), {report.events} trace events; "
+        "open it in https://ui.perfetto.dev or chrome://tracing"
     )
 
 
@@ -147,11 +199,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except _UsageError as e:
         print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    handlers = {"info": _info, "export": _export, "summary": _summary}
+    handlers = {"info": _info, "export": _export, "summary": _summary, "merge": _merge}
     try:
         handlers[args.command](args)
     except BrokenPipeError:  # pragma: no cover - `profkit info x | head`
         return 0
+    except _UsageError as e:
+        print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, RuntimeError, ImportError) as e:
         print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
         return 1

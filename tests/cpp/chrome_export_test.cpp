@@ -2,12 +2,14 @@
 // JSON itself is parsed by the Python tests (tests/python/test_export.py).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <string>
 
 #include "common/error.h"
 #include "export/chrome_trace.h"
 #include "export/json_escape.h"
 #include "sample_result.h"
+#include "storage/trace_file.h"
 #include "test_support.h"
 
 namespace profkit {
@@ -91,6 +93,87 @@ TEST(ChromeExport, OptionsLabelDurationsAndDropFlows) {
   EXPECT_NE(json.find("\"name\":\"aten::matmul[5.00 us]\""), std::string::npos);
   EXPECT_NE(json.find("\"name\":\"ProfileStep#3[79.00 us]\""), std::string::npos);
   EXPECT_EQ(json.find("\"ph\":\"s\""), std::string::npos);
+}
+
+// Placement for merged timelines (profkit merge): the sample result's first
+// event is at engine 1000 ns, clock offset 1.7e18.
+constexpr int64_t kSampleFirstWallNs = 1700000000000000000 + 1000;
+
+TEST(ChromeExport, PlacementShiftsTimesAndRenamesProcessesLanesAndFlows) {
+  TempDir dir;
+  auto r = profkit_test::make_sample_result();
+  const std::string path = dir.file("placed.trace.json");
+  ChromeOptions o;
+  o.use_time_base = true;
+  o.time_base_wall_ns = kSampleFirstWallNs - 5000;  // 5 us before the first event
+  o.pid = 77;
+  o.flow_id_offset = 100;
+  o.process_label_prefix = "rank1: ";
+  o.sort_index_offset = 2000;
+  export_chrome_trace(*r, path, o);
+  const std::string json = read_file(path);
+  auto has = [&](const std::string& s) { return json.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("\"name\":\"ProfileStep#3\",\"ts\":5.000,\"dur\":79.000,\"pid\":77,\"tid\":11}"));
+  EXPECT_TRUE(has("\"name\":\"aten::matmul\",\"ts\":7.000,\"dur\":5.000,\"pid\":77,\"tid\":1000000011,"));
+  EXPECT_TRUE(has("\"ts\":14.000,\"dur\":10.000,\"pid\":10000077,\"tid\":7,"));  // the kernel at 10000 ns, on GPU 0
+  EXPECT_TRUE(
+      has("\"name\":\"process_name\",\"pid\":77,\"tid\":0,\"args\":{\"name\":\"rank1: Process 4242 (CPU) rank 1\"}"));
+  EXPECT_TRUE(has("\"args\":{\"name\":\"rank1: GPU 0 (NVIDIA H200)\"}"));
+  EXPECT_TRUE(has("\"name\":\"process_sort_index\",\"pid\":77,\"tid\":0,\"args\":{\"sort_index\":2000}"));
+  EXPECT_TRUE(has("\"pid\":10000077,\"tid\":0,\"args\":{\"sort_index\":2001}"));
+  EXPECT_TRUE(has("\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":101,\"ts\":8.000,\"pid\":77,"));
+  EXPECT_TRUE(has("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":101,\"ts\":14.000,"));
+  EXPECT_FALSE(has("\"id\":1,"));
+  // The metadata keeps the OS pid and says where ts 0 is.
+  EXPECT_TRUE(has("\"pid\":4242,\"rank\":1"));
+  EXPECT_TRUE(has("\"base_ns\":-4000,\"base_wall_ns\":" + std::to_string(kSampleFirstWallNs - 5000) + ","));
+}
+
+TEST(ChromeExport, PlacementAtTheTracesOwnBaseChangesNoTime) {
+  TempDir dir;
+  auto r = profkit_test::make_sample_result();
+  ChromeOptions o;
+  o.use_time_base = true;
+  o.time_base_wall_ns = kSampleFirstWallNs;
+  export_chrome_trace(*r, dir.file("a.json"), o);
+  export_chrome_trace(*r, dir.file("b.json"), ChromeOptions{});
+  EXPECT_EQ(read_file(dir.file("a.json")), read_file(dir.file("b.json")));
+}
+
+TEST(ChromeExport, PlacementThroughTheCAbi) {
+  TempDir dir;
+  save_result(*profkit_test::make_sample_result(), dir.file("s.pktrace"));
+  profkit_test::ResultPtr r = profkit_test::load(dir.file("s.pktrace"));
+  // A 1.3 caller's shorter struct gets the old behaviour.
+  pk_chrome_options old{};
+  old.struct_size = offsetof(pk_chrome_options, use_time_base);
+  pk_chrome_options_init(&old);
+  EXPECT_EQ(old.include_flows, 1);
+  ASSERT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("old.json").c_str(), &old), PK_OK) << pk_last_error();
+  ASSERT_EQ(pk_result_export_chrome(r.get(), dir.file("plain.json").c_str()), PK_OK);
+  EXPECT_EQ(read_file(dir.file("old.json")), read_file(dir.file("plain.json")));
+
+  pk_chrome_options o{};
+  o.struct_size = sizeof o;
+  pk_chrome_options_init(&o);
+  EXPECT_EQ(o.pid, -1);
+  EXPECT_EQ(o.use_time_base, 0);
+  EXPECT_EQ(o.process_label_prefix, nullptr);
+  o.process_label_prefix = "trainer0: ";
+  o.pid = 5;
+  ASSERT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("named.json").c_str(), &o), PK_OK) << pk_last_error();
+  EXPECT_NE(read_file(dir.file("named.json")).find("\"pid\":5,\"tid\":0,\"args\":{\"name\":\"trainer0: Process 4242"),
+            std::string::npos);
+
+  o.pid = -2;
+  EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("bad.json").c_str(), &o), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("pid -2"), std::string::npos);
+  o.pid = -1;
+  o.use_time_base = 1;
+  o.time_base_wall_ns = kSampleFirstWallNs + 1;  // after the first event
+  EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("late.json").c_str(), &o), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("after the trace's first event"), std::string::npos);
+  EXPECT_EQ(access(dir.file("late.json").c_str(), F_OK), -1);  // nothing written
 }
 
 TEST(ChromeExport, EmptyResultIsValidAndErrorsNameThePath) {

@@ -1,6 +1,9 @@
 // Interval arithmetic and kernel-name shortening used by the summary tables.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "summary/interval_set.h"
 #include "summary/kernel_name.h"
 
@@ -45,6 +48,29 @@ TEST(SummaryIntervals, UnionIntersectionAndWindow) {
   EXPECT_EQ(profkit::length_within(a, b), 10u);
   EXPECT_EQ(profkit::length_within(a, {}), 0u);
   EXPECT_TRUE(profkit::union_of({}, {}).empty());
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> pairs(const IntervalList& list) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const profkit::Interval& i : list) out.emplace_back(i.start, i.end);
+  return out;
+}
+
+TEST(SummaryIntervals, DifferenceCutsHolesAndKeepsTheRest) {
+  using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+  const IntervalList a = merged({{0, 10}, {20, 30}});
+  const IntervalList b = merged({{5, 25}, {40, 50}});
+  EXPECT_EQ(pairs(profkit::difference_of(a, b)), (Pairs{{0, 5}, {25, 30}}));
+  EXPECT_EQ(pairs(profkit::difference_of(b, a)), (Pairs{{10, 20}, {40, 50}}));
+  // One long interval with several holes, one of them past its end.
+  EXPECT_EQ(pairs(profkit::difference_of(merged({{0, 100}}), merged({{10, 20}, {30, 40}, {90, 120}}))),
+            (Pairs{{0, 10}, {20, 30}, {40, 90}}));
+  // A hole that spans two intervals of `a`, and one that covers an interval whole.
+  EXPECT_EQ(pairs(profkit::difference_of(merged({{0, 10}, {12, 14}, {20, 30}}), merged({{8, 22}}))),
+            (Pairs{{0, 8}, {22, 30}}));
+  EXPECT_EQ(pairs(profkit::difference_of(a, {})), pairs(a));
+  EXPECT_TRUE(profkit::difference_of({}, b).empty());
+  EXPECT_TRUE(profkit::difference_of(a, merged({{0, 30}})).empty());
 }
 
 TEST(SummaryIntervals, SegmentsMergeKWays) {

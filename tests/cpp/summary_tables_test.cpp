@@ -66,6 +66,58 @@ TEST(SummaryDistributed, CommunicationComputationAndOverlap) {
   EXPECT_DOUBLE_EQ(value(t, "Overlap", "Ratio(%)"), 10.0);
 }
 
+// CPU-only runs (DDP on gloo): host events stand in for kernels.
+TEST(SummaryDistributed, WithoutKernelsComputationIsOperatorTimeLessOwnCommunication) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 0, 900);  // coarser than operators: not counted
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 0, 100);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 150, 300);
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 300, 380);  // blocking, on the training thread
+  b.event(1, "aten::div_", PK_EVENT_OPERATOR, 350, 360);       // inside it: not computation
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 500, 700);
+  b.event(2, "all_reduce (in flight)", PK_EVENT_COMMUNICATION, 200, 600);  // another thread
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  EXPECT_EQ(value(t, "Communication", "Total Time"), 400);  // [200,600)
+  EXPECT_EQ(value(t, "Computation", "Total Time"), 450);    // [0,100) + [150,300) + [500,700)
+  EXPECT_EQ(value(t, "Overlap", "Total Time"), 200);        // [200,300) + [500,600)
+  EXPECT_DOUBLE_EQ(value(t, "Computation", "Ratio(%)"), 45.0);
+  ASSERT_FALSE(t.notes.empty());
+  EXPECT_NE(t.notes[0].find("No GPU kernels were recorded: Computation = time inside Operator events"),
+            std::string::npos);
+}
+
+TEST(SummaryDistributed, WithoutOperatorsModelPhasesCount) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 0, 300);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 300, 800);
+  b.event(1, "wait", PK_EVENT_COMMUNICATION, 700, 800);
+  b.event(3, "all_reduce (in flight)", PK_EVENT_COMMUNICATION, 400, 750);
+  b.event(1, "user range", PK_EVENT_PYTHON_USER_DEFINED, 800, 1000);  // a coarser level: not counted
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  EXPECT_EQ(value(t, "Communication", "Total Time"), 400);  // [400,800)
+  EXPECT_EQ(value(t, "Computation", "Total Time"), 700);    // [0,700)
+  EXPECT_EQ(value(t, "Overlap", "Total Time"), 300);        // [400,700)
+  EXPECT_NE(t.notes[0].find("Forward, Backward, Optimization and PythonOp"), std::string::npos);
+}
+
+TEST(SummaryDistributed, WithOnlyStepsComputationIsStepTimeNotCommunicating) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 500);
+  b.step(1, 1, 500, 1000);
+  b.event(1, "barrier", PK_EVENT_COMMUNICATION, 100, 300);
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 900, 1000);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  EXPECT_EQ(value(t, "Communication", "Total Time"), 300);
+  EXPECT_EQ(value(t, "Computation", "Total Time"), 700);
+  EXPECT_EQ(value(t, "Overlap", "Total Time"), 0);
+  EXPECT_NE(t.notes[0].find("inside ProfileStep events"), std::string::npos);
+}
+
 TEST(SummaryDistributed, NoCommunicationSaysSo) {
   TraceBuilder b(0, 10);
   b.kernel("gemm", 0, 5, 1);

@@ -38,10 +38,17 @@ def categories(path):
     return {e["cat"] for e in chrome(path)["traceEvents"] if e.get("ph") == "X"}
 
 
+# Examples whose checks live in their own test file.
+COVERED_ELSEWHERE = {"ddp_train.py": "test_distributed_ddp.py"}
+
+
 def test_every_example_is_covered():
     # numpy_mlp.py is the examples' shared workload, not an example.
     scripts = {os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.py"))} - {"numpy_mlp.py"}
     tested = {name[len("test_") :].replace("_example", "") + ".py" for name in globals() if name.startswith("test_") and name.endswith("_example")}
+    for script, test_file in COVERED_ELSEWHERE.items():
+        assert os.path.exists(os.path.join(os.path.dirname(__file__), test_file)), test_file
+        tested.add(script)
     assert scripts == tested
 
 

@@ -63,7 +63,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 3
+#define PK_API_VERSION_MINOR 4
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -352,6 +352,20 @@ typedef struct pk_chrome_options {
   size_t struct_size;      /* sizeof(pk_chrome_options) */
   int32_t label_durations; /* nonzero: names read "name[1.23 ms]" */
   int32_t include_flows;   /* nonzero (default): launch -> GPU flow arrows */
+  /* 1.4: placing the trace in a timeline shared with other processes (what
+   * `profkit merge` does). The defaults (all 0, pid -1, prefix NULL) leave the
+   * trace as 1.0 wrote it. */
+  int32_t use_time_base;     /* nonzero: "ts" 0 stands for time_base_wall_ns */
+  int32_t sort_index_offset; /* added to every process sort index */
+  /* Wall-clock ns (engine ns + the result's clock_offset_ns) at or before the
+   * result's first event; a later base is PK_ERR_INVALID_ARGUMENT. */
+  int64_t time_base_wall_ns;
+  /* >= 0: the host process's "pid" in the file (GPU d gets pid + 10000000 *
+   * (d + 1)); -1: the OS pid. The top-level metadata keeps the OS pid. */
+  int64_t pid;
+  uint64_t flow_id_offset;          /* added to every flow arrow's id (ids start at 1) */
+  const char* process_label_prefix; /* NULL, or UTF-8 text put before every process
+                                     * name ("rank0: "); copied, borrowed for the call */
 } pk_chrome_options;
 
 /* Fills `options` with the defaults (its struct_size set by the caller). */

@@ -1,0 +1,265 @@
+"""The ranks of a distributed job side by side (``profkit summary --ranks``).
+
+    summary = profkit.cross_rank_summary(["rank0.pktrace", "rank1.pktrace"])
+    print(summary)                      # one row per rank, the slowest named
+    summary.slowest.rank, summary.to_pandas()
+
+Per rank, per recorded step on average (each rank's recording window may
+hold a different number of steps):
+
+- Step Time: ProfileStep time / steps (the recorded span when no step was recorded);
+- Computation, Communication, Overlap: the rank's Distributed Summary
+  (SPEC §6, computed by the engine): Communication = Communication events
+  and their GPU work, overlaps counted once; Computation = non-communication
+  GPU kernels, or on a rank with no kernels (CPU training, gloo) its host
+  compute time (see the Distributed Summary's note); Overlap = time in both;
+- Other: step time in neither (data loading, Python, unmarked waits);
+- Comm MB: bytes moved by the rank's collectives (their ``bytes`` argument).
+
+The slowest rank is the one with the longest step time. In a synchronous job
+every rank waits for the slowest at each collective, so step times end up
+close; the straggler shows as the rank with the most computation and the
+least communication (the others wait for it inside their collectives), and
+the summary names it when the figures agree.
+
+Thread-safety: the functions are pure; a CrossRankSummary is immutable.
+"""
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _C, _records, _summary
+from .result import ProfilerResult
+
+__all__ = ["cross_rank_summary", "CrossRankSummary", "RankFigures"]
+
+_PROFILE_STEP = 2
+_COMMUNICATION = 12
+IN_FLIGHT_SUFFIX = " (in flight)"  # profkit.integrations.torch_distributed's async lanes
+_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One rank's figures; times in ns per step (see the module docstring)."""
+
+    name: str
+    rank: int  # -1 unknown
+    world_size: int
+    steps: int  # ProfileSteps recorded (0: figures are for the whole window)
+    step_ns: float
+    computation_ns: Optional[float]  # None: the rank recorded no communication
+    communication_ns: float
+    overlap_ns: float
+    other_ns: float
+    comm_bytes: float  # per step
+    collectives: float  # Communication calls per step (async in-flight lanes not counted)
+    computation_note: str
+    source: str  # the file, or "" for a result given directly
+
+
+@dataclass(frozen=True)
+class CrossRankSummary:
+    """Every rank's figures, the slowest rank, and a text table (``str()``)."""
+
+    ranks: List[RankFigures]
+    slowest: Optional[RankFigures]
+    fastest: Optional[RankFigures]
+    most_computation: Optional[RankFigures]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain data (for JSON): ranks as dicts, the slowest rank's name."""
+        return {
+            "ranks": [asdict(r) for r in self.ranks],
+            "slowest": self.slowest.name if self.slowest else None,
+            "fastest": self.fastest.name if self.fastest else None,
+            "most_computation": self.most_computation.name if self.most_computation else None,
+        }
+
+    def to_pandas(self):
+        """One row per rank (ns per step). Needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("CrossRankSummary.to_pandas() needs pandas: pip install pandas") from error
+        return pd.DataFrame([asdict(r) for r in self.ranks])
+
+    def text(self, time_unit: str = "ms") -> str:
+        """The table, laid out like the summary tables."""
+        if time_unit not in _UNITS:
+            raise ValueError(f"time_unit must be one of {', '.join(map(repr, _UNITS))}; got {time_unit!r}")
+        scale = _UNITS[time_unit]
+        header = ["Name", "Rank", "Steps", "Step Time", "Computation", "Communication", "Overlap", "Other", "Comm MB"]
+
+        def t(ns: Optional[float]) -> str:
+            return "-" if ns is None else f"{ns / scale:.2f}"
+
+        rows = []
+        for r in self.ranks:
+            rank = "?" if r.rank < 0 else (f"{r.rank}/{r.world_size}" if r.world_size > 0 else str(r.rank))
+            mark = " *" if self.slowest is not None and r is self.slowest and len(self.ranks) > 1 else ""
+            rows.append(
+                [
+                    r.name + mark,
+                    rank,
+                    str(r.steps) if r.steps else "-",
+                    t(r.step_ns),
+                    t(r.computation_ns),
+                    t(r.communication_ns),
+                    t(r.overlap_ns),
+                    t(r.other_ns),
+                    f"{r.comm_bytes / 1e6:.2f}",
+                ]
+            )
+        widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
+        rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+        out = [f"Cross-rank Summary (per step, time unit: {time_unit})", rule, line(header), rule]
+        out.extend(line(row) for row in rows)
+        out.append(rule)
+        out.extend(self._findings(scale, time_unit))
+        notes = sorted({r.computation_note for r in self.ranks if r.computation_note})
+        out.extend(f"Note: {n}" for n in notes)
+        return "\n".join(out) + "\n"
+
+    def _findings(self, scale: float, unit: str) -> List[str]:
+        if not self.ranks:
+            return ["No ranks."]
+        if len(self.ranks) == 1 or self.slowest is None or self.fastest is None:
+            return []
+        slow, fast = self.slowest, self.fastest
+        spread = (slow.step_ns - fast.step_ns) / fast.step_ns * 100 if fast.step_ns > 0 else 0.0
+        lines = [
+            f"Slowest rank (*): {slow.name} at {slow.step_ns / scale:.2f} {unit} per step, "
+            f"{spread:.1f}% over the fastest ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
+        ]
+        busy = self.most_computation
+        if busy is not None and busy.computation_ns is not None:
+            others = [r for r in self.ranks if r is not busy]
+            low = min(r.communication_ns for r in others) / scale
+            high = max(r.communication_ns for r in others) / scale
+            waits = f"{low:.2f}" if len(others) == 1 else f"{low:.2f}-{high:.2f}"
+            if all(busy.communication_ns <= r.communication_ns for r in others):
+                lines.append(
+                    f"Likely straggler: {busy.name} computes the most ({busy.computation_ns / scale:.2f} {unit} per "
+                    f"step) and spends the least time in communication ({busy.communication_ns / scale:.2f} {unit}); "
+                    f"the other ranks wait for it inside their collectives ({waits} {unit})."
+                )
+            else:
+                lines.append(f"Most computation: {busy.name} ({busy.computation_ns / scale:.2f} {unit} per step).")
+        return lines
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def _as_result(source: Any) -> "tuple[_C.Result, str]":
+    if isinstance(source, ProfilerResult):
+        return source.raw, source.path or ""
+    if isinstance(source, _C.Result):
+        return source, ""
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cross_rank_summary: {path!r} is a directory, not a .pktrace file")
+    try:
+        return _C.load(path), path
+    except (OSError, ValueError) as e:
+        raise type(e)(f"cross_rank_summary: cannot read {path!r}: {e}") from e
+
+
+def _default_name(info: Dict[str, Any], path: str, index: int) -> str:
+    if info["rank"] >= 0:
+        return f"rank{info['rank']}"
+    if path:
+        base = os.path.basename(path)
+        return base[: -len(".pktrace")] if base.endswith(".pktrace") else base
+    return f"trace{index}"
+
+
+def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigures:
+    """One rank's figures from its collected or loaded result."""
+    info = result.info()
+    host = _records.view(result.host_events, _records.HOST_EVENT)
+    step_mask = host["type"] == _PROFILE_STEP
+    steps = int(step_mask.sum())
+    step_total = float((host["end_ns"][step_mask] - host["start_ns"][step_mask]).sum()) if steps else 0.0
+    if step_total <= 0:
+        steps = 0
+        step_total = float(max(int(info["end_ns"]) - int(info["start_ns"]), 0))
+    per = max(steps, 1)
+
+    table = _summary.summary_data(result, views="DistributedView", time_unit="ns")["DistributedView"]
+    values = {row[0]: float(row[1] or 0.0) for row in table.rows}
+    has_communication = bool(table.rows)
+    communication = values.get("Communication", 0.0)
+    computation = values.get("Computation") if has_communication else None
+    overlap = values.get("Overlap", 0.0)
+    busy = communication + (computation or 0.0) - overlap
+    note = table.notes[0] if table.notes else ""
+
+    strings = result.strings()
+    comm_mask = host["type"] == _COMMUNICATION
+    if comm_mask.any():
+        in_flight = np.array([s.endswith(IN_FLIGHT_SUFFIX) for s in strings], dtype=bool)
+        calls_mask = comm_mask & ~in_flight[host["name"]]
+    else:
+        calls_mask = comm_mask
+    comm_bytes = 0.0
+    if "bytes" in strings and calls_mask.any():
+        key = strings.index("bytes")
+        args = _records.view(result.event_args, _records.EVENT_ARG)
+        wanted = (args["key"] == key) & (args["kind"] == 0)  # PK_ARG_INT
+        events = args["event"][wanted].astype(np.int64)
+        ok = events < len(host)
+        chosen = calls_mask[events[ok]]
+        comm_bytes = float(args["value"][wanted][ok][chosen].sum())
+    return RankFigures(
+        name=name,
+        rank=int(info["rank"]),
+        world_size=int(info["world_size"]),
+        steps=steps,
+        step_ns=step_total / per,
+        computation_ns=None if computation is None else computation / per,
+        communication_ns=communication / per,
+        overlap_ns=overlap / per,
+        other_ns=max(step_total - busy, 0.0) / per,
+        comm_bytes=comm_bytes / per,
+        collectives=float(calls_mask.sum()) / per,
+        computation_note=note,
+        source=source,
+    )
+
+
+def cross_rank_summary(
+    sources: Iterable[Union[str, "os.PathLike[str]", Any]], names: Optional[Sequence[str]] = None
+) -> CrossRankSummary:
+    """Figures per rank and the slowest rank, from each rank's trace.
+
+    Args:
+        sources: ``.pktrace`` paths, ProfilerResults or ``profkit._C.Result``
+            objects, one per rank (a Chrome JSON file has no summary data:
+            give the ``.pktrace``).
+        names: one name per source; default ``rank{r}`` (or the file's name
+            when the rank is unknown).
+
+    Rows are ordered by rank (unknown ranks last, in the order given).
+    """
+    loaded = [_as_result(s) for s in sources]
+    if names is not None and len(names) != len(loaded):
+        raise ValueError(f"cross_rank_summary: {len(names)} names for {len(loaded)} sources")
+    figures = []
+    for index, (result, path) in enumerate(loaded):
+        name = names[index] if names is not None else _default_name(result.info(), path, index)
+        figures.append(rank_figures(result, name, path))
+    figures.sort(key=lambda r: (r.rank < 0, r.rank if r.rank >= 0 else 0))
+    slowest = max(figures, key=lambda r: r.step_ns) if figures else None
+    fastest = min(figures, key=lambda r: r.step_ns) if figures else None
+    computing = [r for r in figures if r.computation_ns is not None]
+    most = max(computing, key=lambda r: r.computation_ns or 0.0) if len(computing) > 1 else None
+    return CrossRankSummary(ranks=figures, slowest=slowest, fastest=fastest, most_computation=most)

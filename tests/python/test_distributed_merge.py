@@ -1,0 +1,319 @@
+"""profkit merge: traces of several processes on one wall-clock timeline.
+
+No torch needed: the "processes" are recording windows of this process (as
+.pktrace files, or Chrome JSON whose metadata is edited to stand for other
+processes with known clock offsets), so the arithmetic is checked exactly.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, merge_traces
+from profkit.merge import MergeError, parse_merge_inputs
+
+FOOTER = '\n],\n"displayTimeUnit":"ms",\n"profkit":'
+
+
+@pytest.fixture(autouse=True)
+def no_rank():
+    yield
+    _C.set_rank(-1, -1)
+
+
+def record_window(rank=-1, world=-1, events=True):
+    """One recording window of this process, as rank `rank` of `world`."""
+    _C.set_rank(rank, world)
+    _C.set_state(2)
+    if events:
+        _C.step_begin(0)
+        with RecordEvent("all_reduce", 12):
+            _C.event_arg_int(_C.intern("bytes"), 4096)
+        with RecordEvent("aten::mm", 0):
+            pass
+        _C.step_end(0)
+    _C.set_state(0)
+    return ProfilerResult(_C.collect())
+
+
+def saved(result, path):
+    result.save(str(path))
+    return str(path)
+
+
+def exported(result, path):
+    result.export_chrome_tracing(str(path))
+    return str(path)
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def x_events(doc, pid):
+    return sorted((e["name"], round(e["ts"] * 1000)) for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == pid)
+
+
+def process_names(doc):
+    return {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+
+
+def sort_indexes(doc):
+    return {e["pid"]: e["args"]["sort_index"] for e in doc["traceEvents"] if e.get("name") == "process_sort_index"}
+
+
+def edit_metadata(source, target, **changes):
+    """A copy of a profkit Chrome trace with its top-level metadata changed."""
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    cut = text.rindex(FOOTER) + len(FOOTER)
+    meta = json.loads(text[cut:].rstrip()[:-1])
+    meta.update(changes)
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(text[:cut] + json.dumps(meta, separators=(",", ":")) + "}\n")
+    return str(target)
+
+
+def first_wall_ns(result):
+    info = result.info
+    return int(min(info["start_ns"], int(result.host_events["start_ns"].min()))) + info["clock_offset_ns"]
+
+
+def expected_events(result, base_wall_ns):
+    """(name, ts in ns) of each host event, placed on the merged timeline."""
+    offset = result.info["clock_offset_ns"]
+    return sorted((str(e["name"]), int(e["start_ns"]) + offset - base_wall_ns) for e in result.events)
+
+
+def test_pktrace_windows_land_on_one_wall_clock_timeline(tmp_path):
+    r0, r1 = record_window(0, 2), record_window(1, 2)
+    out = tmp_path / "merged.trace.json"
+    with pytest.warns(ProfilerWarning, match="do not overlap"):  # two windows of one process, one after the other
+        report = merge_traces({"trainer0": saved(r0, tmp_path / "r0.pktrace"), "trainer1": saved(r1, tmp_path / "r1.pktrace")}, out)
+    doc = load(out)
+    pid = os.getpid()
+    a, b = report.inputs
+    assert (a.name, a.rank, a.world_size, a.trace_pid, a.format) == ("trainer0", 0, 2, pid, "pktrace")
+    assert (b.name, b.rank, b.trace_pid) == ("trainer1", 1, 4194305)  # same OS pid: moved where no pid can be
+    assert process_names(doc) == {pid: f"trainer0: Process {pid} (CPU) rank 0", 4194305: f"trainer1: Process {pid} (CPU) rank 1"}
+    assert sort_indexes(doc) == {pid: 0, 4194305: 1000}
+    base = min(first_wall_ns(r0), first_wall_ns(r1))
+    assert report.base_wall_ns == base == doc["profkit"]["base_wall_ns"]
+    assert x_events(doc, pid) == expected_events(r0, base)
+    assert x_events(doc, 4194305) == expected_events(r1, base)
+    assert b.shift_ns == first_wall_ns(r1) - base > 0
+    assert [m["name"] for m in doc["profkit"]["merged_from"]] == ["trainer0", "trainer1"]
+    assert report.events == len(doc["traceEvents"])
+    assert sorted(os.listdir(tmp_path)) == ["merged.trace.json", "r0.pktrace", "r1.pktrace"]  # no temporaries left
+
+
+def test_chrome_inputs_shift_by_their_clock_offsets(tmp_path):
+    r0 = record_window(0, 2)
+    a = exported(r0, tmp_path / "a.trace.json")
+    meta = load(a)["profkit"]
+    # "Another process" whose window began 2.5 us later on the wall clock.
+    b = edit_metadata(a, tmp_path / "b.trace.json", rank=1, span_index=99, base_wall_ns=meta["base_wall_ns"] + 2500)
+    out = tmp_path / "m.trace.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = merge_traces([a, b], out)
+    doc = load(out)
+    pid = os.getpid()
+    assert [i.name for i in report.inputs] == ["rank0", "rank1"]  # default names from the ranks
+    assert [i.shift_ns for i in report.inputs] == [0, 2500]
+    first = x_events(doc, pid)
+    assert first == [(name, ts) for name, ts in x_events(load(a), pid)]
+    assert x_events(doc, 4194305) == [(name, ts + 2500) for name, ts in first]
+    assert process_names(doc)[4194305] == f"rank1: Process {pid} (CPU) rank 0"  # the label text is the file's own
+
+
+def write_chrome(path, pid, rank, base_wall_ns, extra_meta=None):
+    """A small Chrome trace in profkit's layout: a launch, its kernel, a flow arrow."""
+    events = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"Process {pid} (CPU)"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 0}},
+        {"ph": "M", "name": "process_name", "pid": pid + 10000000, "tid": 0, "args": {"name": "GPU 0"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid + 10000000, "tid": 0, "args": {"sort_index": 1}},
+        {"ph": "X", "cat": "CudaRuntime", "name": "cudaLaunchKernel", "ts": 1.0, "dur": 1.0, "pid": pid,
+         "tid": 1000000000 + pid, "args": {"id": 5, "pid": 9, "ts": 3}},
+        {"ph": "X", "cat": "Kernel", "name": "k", "ts": 2.5, "dur": 1.0, "pid": pid + 10000000, "tid": 7,
+         "args": {"correlation id": 1}},
+        {"ph": "s", "cat": "ac2g", "name": "launch", "id": 1, "ts": 1.0, "pid": pid, "tid": 1000000000 + pid},
+        {"ph": "f", "bp": "e", "cat": "ac2g", "name": "launch", "id": 1, "ts": 2.5, "pid": pid + 10000000, "tid": 7},
+    ]
+    meta = {"hostname": "h", "pid": pid, "rank": rank, "world_size": 2, "span_index": 0, "base_ns": 100,
+            "base_wall_ns": base_wall_ns, "start_ns": 100, "end_ns": 10000, "clock_offset_ns": base_wall_ns - 100,
+            "host_event_count": 1, "device_event_count": 1, "devices": [], "metadata": {}}
+    meta.update(extra_meta or {})
+
+    def line(e):
+        text = json.dumps(e, separators=(",", ":"))
+        return text.replace('"ts":1.0,', '"ts":1.000,').replace('"ts":2.5,', '"ts":2.500,').replace('"dur":1.0,', '"dur":1.000,')
+
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('{"traceEvents":[\n' + ",\n".join(line(e) for e in events) + FOOTER + json.dumps(meta) + "}\n")
+    return str(path)
+
+
+def test_pids_flow_ids_and_only_our_fields_are_remapped(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    b = write_chrome(tmp_path / "b.trace.json", 7, 1, 1_000_500, {"hostname": "other-host"})  # same pid elsewhere
+    out = tmp_path / "m.trace.json"
+    merge_traces({"a": a, "b": b}, out)
+    doc = load(out)
+    assert process_names(doc) == {7: "a: Process 7 (CPU)", 10000007: "a: GPU 0", 4194305: "b: Process 7 (CPU)",
+                                  14194305: "b: GPU 0"}
+    assert sort_indexes(doc) == {7: 0, 10000007: 1, 4194305: 1000, 14194305: 1001}
+    flows = sorted((e["ph"], e["id"], e["pid"], e["ts"]) for e in doc["traceEvents"] if e["ph"] in "sf")
+    assert flows == [("f", 1, 10000007, 2.5), ("f", 2, 14194305, 3.0), ("s", 1, 7, 1.0), ("s", 2, 4194305, 1.5)]
+    launches = [e for e in doc["traceEvents"] if e["name"] == "cudaLaunchKernel"]
+    assert [e["args"] for e in launches] == [{"id": 5, "pid": 9, "ts": 3}] * 2  # arguments are left alone
+    assert [e["ts"] for e in launches] == [1.0, 1.5]
+    merge_traces({"a": a, "b": b}, out, include_flows=False)
+    assert not [e for e in load(out)["traceEvents"] if e["ph"] in "sf"]
+
+
+def test_a_chrome_trace_in_another_layout_is_parsed_whole(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    pretty = tmp_path / "pretty.trace.json"
+    pretty.write_text(json.dumps(load(a), indent=2))  # re-saved by some tool: one event per line no more
+    b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_000)
+    merge_traces([str(pretty), b], tmp_path / "one.trace.json")
+    merge_traces([a, b], tmp_path / "two.trace.json")
+    assert load(tmp_path / "one.trace.json")["traceEvents"] == load(tmp_path / "two.trace.json")["traceEvents"]
+
+
+def test_inputs_as_dict_pairs_and_name_equals_file(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_000)
+    out = tmp_path / "m.trace.json"
+    assert [i.name for i in merge_traces([("x", a), f"y={b}"], out).inputs] == ["x", "y"]
+    assert [i.name for i in merge_traces({"p": a, "q": b}, out).inputs] == ["p", "q"]
+    c = write_chrome(tmp_path / "c.trace.json", 9, -1, 1_000_000, {"world_size": -1})
+    assert [i.name for i in merge_traces([a, c], out).inputs] == ["rank0", "c"]  # unknown rank: the file's name
+    assert parse_merge_inputs(["n=x.pktrace", a]) == [("n", "x.pktrace"), (None, a)]
+
+
+def put(path, data):
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: str(d / "missing.pktrace"), r"cannot read '.*missing.pktrace': No such file"),
+        (lambda d: str(d), r"is a directory"),
+        (lambda d: put(d / "empty.pktrace", b""), r"'.*empty.pktrace' is empty"),
+        (lambda d: put(d / "junk.pktrace", b"\x00junk" * 10), r"cannot read '.*junk.pktrace' as a profkit trace"),
+        (lambda d: put(d / "other.json", b'{"traceEvents": []}'), r"'.*other.json' is JSON but not a trace written by profkit"),
+        (lambda d: put(d / "notrace.json", b'{"a": 1}'), r"not a Chrome trace"),
+        (lambda d: put(d / "bad.json", b'{"traceEvents": ['), r"'.*bad.json' is neither a profkit .pktrace file nor valid JSON"),
+    ],
+)
+def test_unreadable_inputs_are_errors_naming_the_file(tmp_path, make, message):
+    good = write_chrome(tmp_path / "good.trace.json", 7, 0, 1_000_000)
+    bad = make(tmp_path)
+    with pytest.raises(MergeError, match=message):
+        merge_traces([good, bad], tmp_path / "m.trace.json")
+    assert not (tmp_path / "m.trace.json").exists()
+
+
+def test_a_merged_timeline_is_not_an_input(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    merge_traces([a], tmp_path / "m.trace.json")
+    with pytest.raises(MergeError, match="already a merged timeline"):
+        merge_traces([a, str(tmp_path / "m.trace.json")], tmp_path / "again.trace.json")
+    with pytest.raises(MergeError, match="is also an input"):
+        merge_traces([a], a)
+
+
+def test_mismatched_inputs_are_errors_or_warnings(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    same_rank = write_chrome(tmp_path / "b.trace.json", 8, 0, 1_000_000)
+    other_world = write_chrome(tmp_path / "c.trace.json", 9, 1, 1_000_000, {"world_size": 4})
+    out = tmp_path / "m.trace.json"
+    with pytest.raises(MergeError, match=r"'.*a.trace.json' and '.*b.trace.json' both claim rank 0 of world size 2"):
+        merge_traces([a, same_rank], out)
+    with pytest.raises(MergeError, match=r"different world sizes: '.*a.trace.json' \(world size 2\), '.*c.trace.json' \(world size 4\)"):
+        merge_traces([a, other_world], out)
+    with pytest.raises(MergeError, match="same recording window"):
+        merge_traces({"x": a, "y": a}, out)
+    assert not out.exists()
+    with pytest.warns(ProfilerWarning, match="both claim rank 0"):
+        report = merge_traces([a, same_rank], out, strict=False)
+    assert [i.name for i in report.inputs] == ["rank0", "rank0-2"]
+    assert load(out)["profkit"]["warnings"] == report.warnings
+
+
+def test_names_must_be_unique_and_non_empty(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_000)
+    with pytest.raises(MergeError, match="'x' is given to more than one input"):
+        merge_traces([("x", a), ("x", b)], tmp_path / "m.trace.json")
+    with pytest.raises(MergeError, match="empty NAME"):
+        merge_traces([f"={a}"], tmp_path / "m.trace.json")
+    with pytest.raises(MergeError, match="no inputs"):
+        merge_traces([], tmp_path / "m.trace.json")
+
+
+def test_an_input_without_events_is_a_warning(tmp_path):
+    full = saved(record_window(0, 2), tmp_path / "full.pktrace")
+    empty = saved(record_window(1, 2, events=False), tmp_path / "empty.pktrace")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = merge_traces([full, empty], tmp_path / "m.trace.json")
+    messages = [str(w.message) for w in caught if issubclass(w.category, ProfilerWarning)]
+    assert any("empty.pktrace' has no events" in m for m in messages), messages
+    assert report.inputs[1].event_count == 0
+    assert "rank1: Process" in json.dumps(load(tmp_path / "m.trace.json"))
+
+
+def run_cli(*args):
+    done = subprocess.run([sys.executable, "-m", "profkit", *args], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_cli_merge(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_000)
+    out = tmp_path / "m.trace.json"
+    code, stdout, stderr = run_cli("merge", f"trainer0={a}", f"pserver0={b}", "-o", str(out))
+    assert (code, stderr) == (0, "")
+    assert stdout.startswith(f"wrote {out}: 2 processes (trainer0, pserver0), 16 trace events")
+    assert set(process_names(load(out)).values()) >= {"trainer0: Process 7 (CPU)", "pserver0: Process 8 (CPU)"}
+
+    code, stdout, stderr = run_cli("merge", a, str(tmp_path / "nope.pktrace"), "-o", str(out))
+    assert code == 1 and stdout == ""
+    assert stderr.startswith("profkit: error: merge: cannot read '") and "nope.pktrace" in stderr
+    assert stderr.count("\n") == 1
+
+    code, stdout, stderr = run_cli("merge", a, a.replace("a.trace", "b.trace"), str(a), "-o", str(out))
+    assert code == 1 and "same recording window" in stderr
+    same = write_chrome(tmp_path / "s.trace.json", 9, 0, 1_000_000)
+    code, stdout, stderr = run_cli("merge", a, same, "-o", str(out), "--allow-mismatch")
+    assert code == 0 and stderr.startswith("profkit: warning: ") and "both claim rank 0" in stderr
+    assert run_cli("merge", a)[0] == 2  # -o is required
+
+
+def test_cli_summary_ranks(tmp_path, capsys):
+    r0 = saved(record_window(0, 2), tmp_path / "r0.pktrace")
+    r1 = saved(record_window(1, 2), tmp_path / "r1.pktrace")
+    assert cli.main(["summary", "--ranks", r0, r1]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Cross-rank Summary (per step, time unit: ms)")
+    lines = out.splitlines()
+    assert any(line.startswith("rank0") and " 0/2 " in line for line in lines)
+    assert any(line.startswith("rank1") and " 1/2 " in line for line in lines)
+    assert "Slowest rank (*):" in out
+    assert cli.main(["summary", "--ranks", f"a={r0}", f"b={r1}", "--json", "--time-unit", "us"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in data["ranks"]] == ["a", "b"]
+    assert data["ranks"][0]["comm_bytes"] == 4096 and data["ranks"][0]["steps"] == 1
+    assert cli.main(["summary", r0, r1]) == 2  # several files need --ranks
+    assert "--ranks" in capsys.readouterr().err

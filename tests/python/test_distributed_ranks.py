@@ -1,0 +1,175 @@
+"""Rank awareness and the cross-rank view (no torch needed).
+
+Ranks are recording windows of this process with set ranks; their figures
+are checked against the events they recorded, exactly.
+"""
+
+import os
+import re
+import time
+
+import numpy as np
+import pytest
+
+import profkit
+from profkit import Profiler, ProfilerResult, RecordEvent, TracerEventType, _C, cross_rank_summary
+from profkit._rank import detect_rank
+
+COMMUNICATION = 12
+
+
+@pytest.fixture(autouse=True)
+def no_rank(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    yield
+    _C.set_rank(-1, -1)
+
+
+def rank_window(rank, world, compute_s, comm_s, steps=2, in_flight=False, communicate=True):
+    """A window of `steps` steps: a compute range, then a blocking collective."""
+    _C.set_rank(rank, world)
+    _C.set_state(2)
+    for step in range(steps):
+        _C.step_begin(step)
+        with RecordEvent("compute", TracerEventType.PythonUserDefined):
+            time.sleep(compute_s)
+        if communicate:
+            with RecordEvent("all_reduce", COMMUNICATION):
+                _C.event_arg_int(_C.intern("bytes"), 1000)
+                time.sleep(comm_s)
+        if in_flight:
+            with RecordEvent("all_reduce (in flight)", COMMUNICATION):
+                _C.event_arg_int(_C.intern("bytes"), 1000)
+        _C.step_end(0)
+    _C.set_state(0)
+    return ProfilerResult(_C.collect())
+
+
+def total_ns(result, name):
+    e = result.events
+    chosen = e[e["name"] == name]
+    return int((chosen["end_ns"] - chosen["start_ns"]).sum())
+
+
+def test_figures_are_the_recorded_times_per_step():
+    r0 = rank_window(0, 2, 0.002, 0.005, in_flight=True)
+    r1 = rank_window(1, 2, 0.030, 0.001)
+    summary = cross_rank_summary([r1, r0])  # given out of order: rows come by rank
+    a, b = summary.ranks
+    assert (a.name, a.rank, a.world_size, a.steps) == ("rank0", 0, 2, 2)
+    assert (b.name, b.rank) == ("rank1", 1)
+    for figures, result in ((a, r0), (b, r1)):
+        steps = [e for e in result.events if e["type"] == 2]
+        step_total = sum(int(e["end_ns"] - e["start_ns"]) for e in steps)
+        assert figures.step_ns == step_total / 2
+        assert figures.computation_ns == total_ns(result, "compute") / 2
+        comm = total_ns(result, "all_reduce") + total_ns(result, "all_reduce (in flight)")
+        assert figures.communication_ns == comm / 2  # disjoint here: the union is the sum
+        assert figures.overlap_ns == 0
+        assert figures.other_ns == pytest.approx((step_total - total_ns(result, "compute") - comm) / 2)
+        assert figures.comm_bytes == 1000  # per step; the in-flight copy of the bytes is not counted again
+        assert figures.collectives == 1
+    assert summary.slowest is b and summary.fastest is a and summary.most_computation is b
+    text = summary.text()
+    assert text.startswith("Cross-rank Summary (per step, time unit: ms)")
+    assert re.search(r"^rank1 \*\s+1/2\s+2\s", text, re.M)
+    assert "Slowest rank (*): rank1" in text
+    assert "Likely straggler: rank1 computes the most" in text
+    assert "Note: No GPU kernels were recorded: Computation = time inside UserDefined and PythonUserDefined" in text
+    assert str(summary) == text
+    assert summary.to_dict()["slowest"] == "rank1"
+    with pytest.raises(ValueError, match="time_unit"):
+        summary.text("hours")
+
+
+def test_sources_paths_results_and_names(tmp_path):
+    r0 = rank_window(0, 2, 0.001, 0.001)
+    r1 = rank_window(-1, -1, 0.001, 0.001, communicate=False)
+    path = str(tmp_path / "unnamed.pktrace")
+    r1.save(path)
+    summary = cross_rank_summary([r0.raw, path])
+    assert [r.name for r in summary.ranks] == ["rank0", "unnamed"]
+    unknown = summary.ranks[1]
+    assert unknown.rank == -1 and unknown.computation_ns is None and unknown.source == path
+    assert re.search(r"^unnamed\s+\?\s+2\s+[\d.]+\s+-\s", summary.text(), re.M)  # no communication: no computation
+    assert [r.name for r in cross_rank_summary([r0, r1], names=["a", "b"]).ranks] == ["a", "b"]
+    with pytest.raises(ValueError, match="2 names for 1 sources"):
+        cross_rank_summary([r0], names=["a", "b"])
+    with pytest.raises(FileNotFoundError, match="missing.pktrace"):
+        cross_rank_summary([str(tmp_path / "missing.pktrace")])
+    frame = pytest.importorskip("pandas") and summary.to_pandas()
+    assert list(frame["name"]) == ["rank0", "unnamed"]
+
+
+def test_a_window_without_steps_uses_the_recorded_span():
+    _C.set_rank(0, 1)
+    _C.set_state(2)
+    with RecordEvent("all_reduce", COMMUNICATION):
+        pass
+    _C.set_state(0)
+    figures = cross_rank_summary([ProfilerResult(_C.collect())]).ranks[0]
+    assert figures.steps == 0 and figures.step_ns > 0
+    assert "Steps" in cross_rank_summary([]).text() and "No ranks." in cross_rank_summary([]).text()
+
+
+def test_detect_rank_from_the_environment(monkeypatch):
+    assert detect_rank() is None  # (torch.distributed is not initialized in this process)
+    monkeypatch.setenv("RANK", "3")
+    assert detect_rank() == (3, -1)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert detect_rank() == (3, 4)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # inconsistent: the world size is left unknown
+    assert detect_rank() == (3, -1)
+    monkeypatch.setenv("RANK", "x")
+    assert detect_rank() is None
+
+
+def test_profiler_puts_the_rank_into_results_and_file_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    exporter = profkit.export_protobuf(str(tmp_path))
+    with Profiler(on_trace_ready=exporter) as prof:
+        prof.step()
+    info = prof.profiler_result.info
+    assert (info["rank"], info["world_size"]) == (3, 4)
+    assert re.search(r"pid_\d+rank_3_time_", os.path.basename(exporter.paths[0]))
+    assert profkit.load_profiler_result(exporter.paths[0]).info["world_size"] == 4
+
+
+def test_profiler_leaves_an_engine_rank_alone_when_none_is_found():
+    _C.set_rank(1, 4)  # set by a framework hook, say
+    with Profiler(on_trace_ready=lambda p: None) as prof:
+        prof.step()
+    assert (prof.profiler_result.info["rank"], prof.profiler_result.info["world_size"]) == (1, 4)
+
+
+def test_window_end_hooks_run_while_still_recording():
+    seen = []
+
+    def hook():
+        seen.append(_C.is_recording())
+        with RecordEvent("late", TracerEventType.UserDefined):
+            pass
+
+    profkit.profiler.add_window_end_hook(hook)
+    profkit.profiler.add_window_end_hook(hook)  # once only
+    try:
+        with Profiler(scheduler=(0, 1), on_trace_ready=lambda p: None) as prof:
+            for _ in range(3):
+                prof.step()
+    finally:
+        profkit.profiler.remove_window_end_hook(hook)
+    profkit.profiler.remove_window_end_hook(hook)  # absent: no error
+    assert seen == [True]
+    assert "late" in set(prof.profiler_result.events["name"])
+
+
+def test_cpu_distributed_summary_counts_host_computation():
+    result = rank_window(0, 2, 0.002, 0.001)
+    table = result.summary_data(views=profkit.SummaryView.DistributedView, time_unit="ns")["DistributedView"]
+    rows = {row[0]: row[1] for row in table.rows}
+    assert rows["Computation"] == total_ns(result, "compute")
+    assert rows["Communication"] == total_ns(result, "all_reduce")
+    assert rows["Overlap"] == 0
+    assert np.isclose(rows["Computation"], cross_rank_summary([result]).ranks[0].computation_ns * 2)
