@@ -27,7 +27,7 @@ import operator
 import warnings
 from typing import Any, Callable, Iterable, Optional, Set, Union
 
-from . import _C, _lifecycle
+from . import _C, _lifecycle, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning
 from .export_callbacks import export_chrome_tracing
@@ -201,11 +201,11 @@ class Profiler:
             if self.on_trace_ready is None:
                 self.on_trace_ready = export_chrome_tracing(DEFAULT_LOG_DIR)
             if first is not _CLOSED:
-                _C.set_state(first.value)
+                self._set_engine_state(first)
             _C.step_begin(0)
         except BaseException:
             _active = None
-            _C.set_state(_CLOSED.value)
+            self._set_engine_state(_CLOSED)
             self._set_gpu_tracing(False)
             raise
         self._begin_run(first)
@@ -379,12 +379,17 @@ class Profiler:
         """Carries out a transition's engine actions; returns the collected window if any."""
         result = None
         if transition.first is not None:
-            _C.set_state(transition.first.value)
+            self._set_engine_state(transition.first)
         if transition.deliver:
             result = _C.collect()
         if transition.then is not None:
-            _C.set_state(transition.then.value)
+            self._set_engine_state(transition.then)
         return result
+
+    def _set_engine_state(self, state: ProfilerState) -> None:
+        """Puts the engine in ``state``; framework integrations hear of it first (_window_listeners)."""
+        _window_listeners.notify(self, state)
+        _C.set_state(state.value)
 
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
         self._result = ProfilerResult(result)

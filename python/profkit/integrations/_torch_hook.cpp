@@ -1,0 +1,225 @@
+// profkit's native PyTorch hook: an at::RecordFunction callback that turns
+// every aten operator (the forward ones and those autograd runs in backward)
+// and every autograd node into a profkit Operator event through the C ABI --
+// the way any framework would call it.
+//
+// Built against the installed torch on first use by
+// profkit/integrations/_torch_native.py (torch is never a build requirement of
+// profkit) and loaded as the plain CPython module `profkit_torch_hook`
+// (no pybind11, no torch/extension.h: it includes only ATen's RecordFunction).
+//
+// Cost model. The callback is registered with torch only while profkit
+// records: a profkit state listener adds it when a recording window opens and
+// removes it when the window closes, so outside windows PyTorch runs with no
+// callback of ours at all (and skips RecordFunction entirely when nothing
+// else listens). Inside a window each operator costs RecordFunction's own
+// bookkeeping plus one pk_begin_event_str/pk_end_event pair. Names are
+// interned by content through profkit's per-thread cache: RecordFunction's
+// name pointer is not a stable key (for RECORD_FUNCTION-style scopes and
+// autograd nodes it points into the RecordFunction object itself).
+// Input shapes are only gathered when asked for (needsInputs is off
+// otherwise, so torch does not even copy the inputs).
+//
+// Thread-safety: the callbacks run on every thread that executes operators
+// and only call thread-safe profkit functions. The module functions are
+// called with the GIL held; the state listener runs on whichever thread
+// changes profkit's state. g_mutex serializes everything that registers or
+// removes callbacks. Ownership: the module owns one torch callback handle and
+// one profkit listener handle; uninstall() releases both.
+#include <ATen/record_function.h>
+#include <Python.h>
+#include <profkit/profkit.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace {
+
+std::mutex g_mutex;                    // guards the handles and flags below
+at::CallbackHandle g_callback = 0;     // registered with torch while armed
+uint64_t g_listener = 0;               // profkit state listener while installed
+bool g_want_shapes = false;            // what the next arm() asks torch for
+std::atomic<bool> g_shapes{false};     // what the armed callback records
+std::atomic<pk_name_id> g_shapes_key{0};
+
+void append_int(std::string& out, int64_t value) {
+  char digits[24];
+  const auto done = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, done.ptr);
+}
+
+void append_sizes(std::string& out, const at::Tensor& tensor) {
+  out += '[';
+  if (tensor.defined()) {
+    bool first = true;
+    for (const int64_t d : tensor.sizes()) {
+      if (!first) out += ", ";
+      first = false;
+      append_int(out, d);
+    }
+  }
+  out += ']';
+}
+
+// torch.profiler's "Input Dims" layout: "[[2, 3], [3], []]" -- one entry per
+// input, the sizes of a tensor, a list of sizes for a tensor list, [] for
+// anything else.
+const char* input_shapes(const at::RecordFunction& fn) {
+  thread_local std::string out;
+  out.clear();
+  out += '[';
+  bool first = true;
+  for (const c10::IValue& value : fn.inputs()) {
+    if (!first) out += ", ";
+    first = false;
+    if (value.isTensor()) {
+      append_sizes(out, value.toTensor());
+    } else if (value.isTensorList()) {
+      out += '[';
+      bool first_tensor = true;
+      for (const at::Tensor& t : value.toTensorList().vec()) {
+        if (!first_tensor) out += ", ";
+        first_tensor = false;
+        append_sizes(out, t);
+      }
+      out += ']';
+    } else {
+      out += "[]";
+    }
+  }
+  out += ']';
+  return out.c_str();
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  pk_begin_event_str(fn.name(), PK_EVENT_OPERATOR);
+  if (g_shapes.load(std::memory_order_relaxed)) {
+    pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
+  }
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext*) { pk_end_event(); }
+
+// Both under g_mutex.
+void arm() {
+  if (g_callback != 0) return;
+  g_shapes.store(g_want_shapes, std::memory_order_relaxed);
+  g_callback = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end)
+                                         .needsInputs(g_want_shapes)
+                                         .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+void disarm() {
+  if (g_callback == 0) return;
+  at::removeCallback(g_callback);
+  g_callback = 0;
+}
+
+bool is_recording(pk_state state) { return state == PK_STATE_RECORD || state == PK_STATE_RECORD_AND_RETURN; }
+
+// Runs on the thread that changed profkit's state, under profkit's state
+// lock: it only registers or removes the torch callback.
+void on_state(pk_state from, pk_state to, void*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (is_recording(to) && !is_recording(from)) {
+    arm();
+  } else if (!is_recording(to) && is_recording(from)) {
+    disarm();
+  }
+}
+
+PyObject* install(PyObject*, PyObject*) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_listener != 0) Py_RETURN_FALSE;
+    const pk_name_id key = pk_intern("input_shapes");
+    if (key == 0) {
+      PyErr_Format(PyExc_MemoryError, "profkit torch hook: cannot intern a name: %s", pk_last_error());
+      return nullptr;
+    }
+    g_shapes_key.store(key, std::memory_order_relaxed);
+  }
+  // The listener is called at once when profkit is already recording, and it
+  // takes g_mutex: do not hold it here.
+  uint64_t handle = 0;
+  if (pk_add_state_listener(on_state, nullptr, &handle) != PK_OK) {
+    PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_listener = handle;
+  Py_RETURN_TRUE;
+}
+
+PyObject* uninstall(PyObject*, PyObject*) {
+  uint64_t handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    handle = g_listener;
+    g_listener = 0;
+  }
+  // After pk_remove_state_listener returns the listener cannot run again, so
+  // the callback removed below stays removed.
+  const bool removed = handle == 0 || pk_remove_state_listener(handle) == PK_OK;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    disarm();
+  }
+  if (!removed) {
+    PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* set_record_shapes(PyObject*, PyObject* arg) {
+  const int want = PyObject_IsTrue(arg);
+  if (want < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_want_shapes == (want != 0)) Py_RETURN_NONE;
+  g_want_shapes = want != 0;
+  if (g_callback != 0) {  // armed now: torch must learn that inputs are needed
+    disarm();
+    arm();
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* installed(PyObject*, PyObject*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return PyBool_FromLong(g_listener != 0);
+}
+
+PyObject* armed(PyObject*, PyObject*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return PyBool_FromLong(g_callback != 0);
+}
+
+PyMethodDef kMethods[] = {
+    {"install", install, METH_NOARGS,
+     "install() -> bool: follow profkit's state (record operators in every window); False if already installed"},
+    {"uninstall", uninstall, METH_NOARGS, "uninstall(): stop following profkit's state and remove the torch callback"},
+    {"set_record_shapes", set_record_shapes, METH_O,
+     "set_record_shapes(flag): attach operators' input shapes (from the next window, or now if recording)"},
+    {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
+    {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
+                       "profkit_torch_hook",
+                       "profkit's native PyTorch hook (see profkit.integrations.torch)",
+                       -1,
+                       kMethods,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_profkit_torch_hook(void) { return PyModule_Create(&kModule); }
