@@ -44,6 +44,12 @@ def format_shapes(values: Iterable[Any], tensor_type: type) -> str:
     return "[" + ", ".join(_sizes(v, tensor_type) for v in values) + "]"
 
 
+def _name_id(name: str) -> int:
+    """The operator's event name ("aten::add", as RecordFunction names it); 0
+    for the profiler's own operators, which torch never reports to RecordFunction."""
+    return 0 if name.startswith("profiler::") else _C.intern(name)
+
+
 class OperatorRecorder:
     """Records aten operators through a TorchDispatchMode while a window is open."""
 
@@ -61,7 +67,9 @@ class OperatorRecorder:
                 kwargs = kwargs or {}
                 name_id = names.get(func)
                 if name_id is None:
-                    name_id = names[func] = _C.intern(func._schema.name)  # "aten::add", as RecordFunction
+                    name_id = names[func] = _name_id(func._schema.name)
+                if not name_id:
+                    return func(*args, **kwargs)
                 begin(name_id, _OPERATOR)
                 try:
                     if recorder.record_shapes:

@@ -38,11 +38,11 @@
 
 namespace {
 
-std::mutex g_mutex;                    // guards the handles and flags below
-at::CallbackHandle g_callback = 0;     // registered with torch while armed
-uint64_t g_listener = 0;               // profkit state listener while installed
-bool g_want_shapes = false;            // what the next arm() asks torch for
-std::atomic<bool> g_shapes{false};     // what the armed callback records
+std::mutex g_mutex;                 // guards the handles and flags below
+at::CallbackHandle g_callback = 0;  // registered with torch while armed
+uint64_t g_listener = 0;            // profkit state listener while installed
+bool g_want_shapes = false;         // what the next arm() asks torch for
+std::atomic<bool> g_shapes{false};  // what the armed callback records
 std::atomic<pk_name_id> g_shapes_key{0};
 
 void append_int(std::string& out, int64_t value) {

@@ -29,6 +29,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import shlex
 import shutil
 import sys
 import sysconfig
@@ -132,6 +133,19 @@ def _ninja_on_path() -> Iterator[None]:
         os.environ["PATH"] = saved
 
 
+def _require_tools() -> None:
+    """The two usual reasons a build cannot start, said plainly."""
+    compiler = os.environ.get("CXX", "c++")
+    program = shlex.split(compiler)[0] if compiler.strip() else "c++"
+    if shutil.which(program) is None:
+        raise NativeBuildError(
+            f"no C++ compiler: {program!r} ($CXX, default c++) is not found; install one "
+            "(Debian/Ubuntu: apt-get install g++) or set CXX"
+        )
+    if shutil.which("ninja") is None and importlib.util.find_spec("ninja") is None:
+        raise NativeBuildError("ninja is not installed; pip install ninja (or: pip install 'profkit[torch]')")
+
+
 def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
     from torch.utils import cpp_extension
 
@@ -196,6 +210,7 @@ def load(
                 return NativeHook(_import(binary), binary, False, 0.0)
             except (ImportError, OSError):
                 pass
+        _require_tools()
         print(
             f"profkit: compiling the native PyTorch hook for torch {torch.__version__} (first use, about 10 s); "
             f"cached in {final}",
@@ -207,6 +222,8 @@ def load(
         try:
             try:
                 module = _compile(torch, scratch, verbose)
+            except NativeBuildError:
+                raise
             except Exception as e:  # cpp_extension raises RuntimeError, OSError, CalledProcessError...
                 raise NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}") from e
             if final.exists():

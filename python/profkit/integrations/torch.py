@@ -86,6 +86,7 @@ class _Integration:
 _lock = threading.RLock()
 _current: Optional[_Integration] = None
 _fallback_warned = False
+_native_failure: Optional[str] = None  # why the native hook could not be built in this process
 _fork_handler_registered = False
 
 
@@ -219,28 +220,30 @@ def build(*, rebuild: bool = False, verbose: bool = False) -> str:
 
 # ---- internals --------------------------------------------------------------------
 def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
-    global _fallback_warned
-    if chosen in ("auto", "native"):
+    global _fallback_warned, _native_failure
+    # "auto" tries to build once per process; "native" tries every time.
+    if chosen == "native" or (chosen == "auto" and _native_failure is None):
         from . import _torch_native
 
         try:
             native = _torch_native.load(integration.torch)
         except _torch_native.NativeBuildError as e:
+            _native_failure = str(e)
             if chosen == "native":
                 raise
-            if not _fallback_warned:
-                _fallback_warned = True
-                warnings.warn(
-                    f"profkit: the native PyTorch hook is not available ({e}); recording operators with the "
-                    "pure-Python fallback, which is several times slower per operator. Install a C++ compiler "
-                    "and ninja (`pip install ninja`) to get the native hook.",
-                    ProfilerWarning,
-                    stacklevel=4,
-                )
         else:
             integration.native = native.module
             integration.backend = "native"
             return
+    if chosen == "auto" and not _fallback_warned:
+        _fallback_warned = True
+        warnings.warn(
+            f"profkit: the native PyTorch hook is not available ({_native_failure}); recording operators with "
+            "the pure-Python fallback, which is several times slower per operator. Install a C++ compiler and "
+            "ninja (`pip install ninja`) to get the native hook.",
+            ProfilerWarning,
+            stacklevel=4,
+        )
     from ._torch_fallback import OperatorRecorder
 
     integration.fallback = OperatorRecorder(integration.torch)
