@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 import profkit  # noqa: E402
 from profkit import ProfilerState, TracerEventType  # noqa: E402
 
-from torch_helpers import TinyNet, enclosing_types, events_of, make_loader, names_of_type, train  # noqa: E402
+from torch_helpers import TinyNet, enclosing_names, enclosing_types, events_of, make_loader, names_of_type, train  # noqa: E402
 
 nn = torch.nn
 OPERATOR = int(TracerEventType.Operator)
@@ -36,7 +36,12 @@ def test_operators_of_forward_and_backward_are_recorded(pk_torch):
     # backward: the operators autograd runs, and its nodes
     assert operators["aten::convolution_backward"] == steps
     assert operators["aten::mm"] >= steps  # AddmmBackward0's matrix products
-    assert operators["AddmmBackward0"] == steps and operators["ConvolutionBackward0"] == steps
+    # each inside the autograd engine's range for its node, which names it
+    for node in ("AddmmBackward0", "ConvolutionBackward0"):
+        assert operators["autograd::engine::evaluate_function: " + node] == steps
+        assert operators[node] == 0  # the node's own range spans the same work: left out (cost)
+    around_mm = enclosing_names(events, "aten::convolution_backward")
+    assert all("autograd::engine::evaluate_function: ConvolutionBackward0" in names for names in around_mm)
     # torch's own profiler bookkeeping is never reported by RecordFunction
     assert not [n for n in operators if n.startswith("profiler::")]
 

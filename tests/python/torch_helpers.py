@@ -60,3 +60,10 @@ def enclosing_types(events, name):
     return [
         {int(events["type"][a]) for a in ancestors(events, i)} for i in range(len(events)) if events["name"][i] == name
     ]
+
+
+def enclosing_names(events, name):
+    """For each event called `name`: the set of names of the events around it."""
+    return [
+        {events["name"][a] for a in ancestors(events, i)} for i in range(len(events)) if events["name"][i] == name
+    ]

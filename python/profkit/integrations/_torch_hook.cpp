@@ -1,7 +1,7 @@
 // profkit's native PyTorch hook: an at::RecordFunction callback that turns
 // every aten operator (the forward ones and those autograd runs in backward)
-// and every autograd node into a profkit Operator event through the C ABI --
-// the way any framework would call it.
+// into a profkit Operator event through the C ABI -- the way any framework
+// would call it.
 //
 // Built against the installed torch on first use by
 // profkit/integrations/_torch_native.py (torch is never a build requirement of
@@ -17,6 +17,14 @@
 // interned by content through profkit's per-thread cache: RecordFunction's
 // name pointer is not a stable key (for RECORD_FUNCTION-style scopes and
 // autograd nodes it points into the RecordFunction object itself).
+//
+// Scope: RecordScope::FUNCTION -- the dispatcher's operators, plus the
+// autograd engine's "autograd::engine::evaluate_function: AddmmBackward0"
+// range around each backward node, which names the node. The node's own
+// BACKWARD_FUNCTION range ("AddmmBackward0") is left out: it spans the same
+// work one level down, and asking for it makes torch demangle the node's C++
+// type name for every node (about a quarter of the recording overhead of a
+// backward pass, measured in benchmarks/python/vs_torch_profiler.py).
 // Input shapes are only gathered when asked for (needsInputs is off
 // otherwise, so torch does not even copy the inputs).
 //
@@ -110,7 +118,7 @@ void arm() {
   g_shapes.store(g_want_shapes, std::memory_order_relaxed);
   g_callback = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end)
                                          .needsInputs(g_want_shapes)
-                                         .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+                                         .scopes({at::RecordScope::FUNCTION}));
 }
 
 void disarm() {

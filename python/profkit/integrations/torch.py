@@ -16,10 +16,10 @@
 Once enabled, every recording window gets:
 
 - an ``Operator`` event for every aten operator (``aten::addmm``...),
-  including those autograd runs during backward and the autograd nodes
-  themselves (``AddmmBackward0``), nested as they ran; with
-  ``record_shapes`` each carries an ``input_shapes`` argument
-  (``"[[64, 10], [64, 3], [3, 10]]"``);
+  including those autograd runs during backward, each inside the autograd
+  engine's range for its node (``autograd::engine::evaluate_function:
+  AddmmBackward0``), nested as they ran; with ``record_shapes`` each
+  carries an ``input_shapes`` argument (``"[[3], [64, 10], [10, 3], [], []]"``);
 - a ``Forward`` event for each top-level module call (``"Net.forward"``),
   ``Backward`` for ``loss.backward()``, ``Optimization`` for
   ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
