@@ -10,22 +10,24 @@ model, the loss, backward, an SGD step) runs in one process under:
   hook, Forward/Backward/Optimization/Dataloader events),
 - profkit enabled but outside a recording window (what it costs between windows).
 
-Configurations are interleaved round by round (the machine may be shared);
-each round records ``--steps`` steps per configuration. A round's step time
-is the median of its steps; the figures are the median over rounds, and
-(less disturbed by other work on the machine) each configuration's fastest
-round. Overhead = profiled step time - baseline step time. Then each profiler's trace of one round is written:
+Configurations are interleaved round by round, in a rotating order (the
+machine may be shared); each round runs ``--steps`` steps per configuration.
+A round's step time is the median of its steps. Overhead is paired: a
+configuration's step time minus the baseline's in the same round, so slow
+drifts of the machine's speed cancel; the figures are medians over rounds. Then each profiler's trace of one round is written:
 torch.profiler's ``export_chrome_trace`` against profkit's ``.pktrace`` save and
 Chrome JSON export (and each one's stop/collect time).
 
-Workloads: ``mlp`` (small matrices: the step is dominated by per-operator
-cost, where a profiler's overhead shows) and ``cnn`` (the small CIFAR-shaped
-CNN of examples/train_cifar_like.py).
+Workloads: ``mlp`` (a training step on small matrices: dominated by
+per-operator cost, where a profiler's overhead shows), ``cnn`` (the small
+CIFAR-shaped CNN of examples/train_cifar_like.py, compute-bound) and ``ops``
+(1000 tiny ``torch.add`` calls per "step", no autograd, no DataLoader: the
+per-operator cost alone).
 
 Goals: profkit's overhead <= 1/2 of torch.profiler's; its trace files <= 1/5
 the size; export >= 10x faster.
 
-    python benchmarks/python/vs_torch_profiler.py [--workload mlp|cnn|both] [--rounds 7] [--steps 20] [--json F]
+    python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--steps 20] [--json F]
     python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
 
 Without PyTorch it prints why it skipped and exits 0.
@@ -50,8 +52,8 @@ def skip(reason):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="CI mode: tiny run that checks everything works")
-    p.add_argument("--workload", choices=("mlp", "cnn", "both"), default="both")
-    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
+    p.add_argument("--workload", choices=("ops", "mlp", "cnn", "all"), default="all")
+    p.add_argument("--rounds", type=int, default=21, help="interleaved rounds (median taken)")
     p.add_argument("--steps", type=int, default=20, help="recorded steps per configuration and round")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: less noise)")
     p.add_argument("--json", help="also write the figures to this file")
@@ -60,9 +62,31 @@ def parse_args():
 
 
 # ---- workloads ---------------------------------------------------------------------------
+def make_ops_loop(torch, steps):
+    """1000 tiny additions per step, no autograd: nothing but per-operator cost."""
+    a, b = torch.randn(4), torch.randn(4)
+
+    def run(step_done):
+        times = []
+        start = time.perf_counter()
+        for _ in range(steps):
+            c = a
+            for _ in range(1000):
+                c = torch.add(c, b)
+            step_done()
+            now = time.perf_counter()
+            times.append(now - start)
+            start = now
+        return times
+
+    return run
+
+
 def make_workload(torch, kind, steps):
     nn = torch.nn
     torch.manual_seed(0)
+    if kind == "ops":
+        return make_ops_loop(torch, steps)
     if kind == "mlp":
         width, batch = 64, 16
         layers = []
@@ -200,8 +224,13 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir):
             if detail is not None:
                 details.setdefault(name, []).append(detail)
     med = {name: statistics.median(v) for name, v in steps.items()}
-    best = {name: min(v) for name, v in steps.items()}
-    base = med["baseline"]
+    # Overhead per round against the same round's baseline (run next to it):
+    # slow drifts of the machine's speed cancel out.
+    paired = {
+        name: statistics.median(p - b for p, b in zip(steps[name], steps["baseline"]))
+        for name in names
+        if name != "baseline"
+    }
 
     def median_detail(name, key):
         return statistics.median(d[key] for d in details[name])
@@ -212,10 +241,7 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir):
         "rounds": args.rounds,
         "step_ms": {name: med[name] * 1e3 for name in names},
         "step_ms_per_round": {name: [round(v * 1e3, 4) for v in steps[name]] for name in names},
-        "overhead_ms": {name: (med[name] - base) * 1e3 for name in names if name != "baseline"},
-        # the same from each configuration's fastest round (least disturbed by other work on the machine)
-        "best_round_step_ms": {name: best[name] * 1e3 for name in names},
-        "best_round_overhead_ms": {name: (best[name] - best["baseline"]) * 1e3 for name in names if name != "baseline"},
+        "overhead_ms": {name: paired[name] * 1e3 for name in paired},
         "torch.profiler": {k: median_detail("torch.profiler", k) for k in details["torch.profiler"][0]},
         "profkit": {k: median_detail("profkit", k) for k in details["profkit"][0]},
     }
@@ -232,16 +258,9 @@ def report(f, verbose=False):
             print(f"  per round, {name}: {' '.join(f'{v:.3f}' for v in values)}")
     for name in ("torch.profiler", "profkit", "profkit idle"):
         pct = 100 * ov[name] / f["step_ms"]["baseline"]
-        print(f"  {name:15s} {f['step_ms'][name]:8.3f} ms  overhead {ov[name]:+.3f} ms ({pct:+.1f} %)")
+        print(f"  {name:15s} {f['step_ms'][name]:8.3f} ms  overhead (paired) {ov[name]:+.3f} ms ({pct:+.1f} %)")
     ratio = ov["profkit"] / ov["torch.profiler"] if ov["torch.profiler"] > 0 else float("nan")
     print(f"  profkit overhead / torch.profiler overhead = {ratio:.2f}  (goal <= 0.50)")
-    bo = f["best_round_overhead_ms"]
-    best_ratio = bo["profkit"] / bo["torch.profiler"] if bo["torch.profiler"] > 0 else float("nan")
-    print(
-        f"  fastest rounds: baseline {f['best_round_step_ms']['baseline']:.3f} ms, overhead torch.profiler "
-        f"{bo['torch.profiler']:+.3f} ms, profkit {bo['profkit']:+.3f} ms, profkit idle {bo['profkit idle']:+.3f} ms; "
-        f"ratio {best_ratio:.2f}"
-    )
     print(f"events: torch.profiler {tp['events']:.0f}, profkit {pk['events']:.0f}")
     print(
         f"trace size: torch.profiler JSON {tp['json_bytes'] / 1e3:.1f} kB; profkit .pktrace "
@@ -257,7 +276,6 @@ def report(f, verbose=False):
     print(f"stop (collect): torch.profiler {tp['stop_s'] * 1e3:.2f} ms; profkit {pk['stop_s'] * 1e3:.2f} ms")
     f["ratios"] = {
         "overhead_profkit_over_torch": ratio,
-        "overhead_profkit_over_torch_fastest_rounds": best_ratio,
         "size_torch_json_over_pktrace": tp["json_bytes"] / pk["pktrace_bytes"],
         "size_torch_json_over_profkit_json": tp["json_bytes"] / pk["json_bytes"],
         "export_torch_over_pktrace": tp["export_json_s"] / pk["save_pktrace_s"],
@@ -278,7 +296,7 @@ def main():
         args.rounds, args.steps = 1, 3
     torch.set_num_threads(args.threads)
     pk_torch.build()  # not timed: built once, cached
-    workloads = ("mlp", "cnn") if args.workload == "both" else (args.workload,)
+    workloads = ("ops", "mlp", "cnn") if args.workload == "all" else (args.workload,)
     all_figures = {"torch": torch.__version__, "threads": args.threads, "workloads": []}
     with tempfile.TemporaryDirectory() as out_dir:
         for kind in workloads:

@@ -86,3 +86,16 @@ def test_switching_backends_leaves_one_recorder(pk_torch):
     assert not native.installed() and pk_torch.backend() == "python"
     events = train(make_loader(n=4, batch_size=4)).profiler_result.events
     assert collections.Counter(names_of_type(events, OPERATOR))["aten::addmm"] == 1  # recorded once, not twice
+
+
+def test_fallback_takes_optimizer_steps_from_hooks(pk_torch):
+    import torch.optim.optimizer as optimizer_module
+
+    before = len(optimizer_module._global_optimizer_pre_hooks)
+    pk_torch.enable(backend="python")
+    assert len(optimizer_module._global_optimizer_pre_hooks) == before + 1
+    events = train(make_loader(n=4, batch_size=4)).profiler_result.events
+    assert names_of_type(events, int(TracerEventType.Optimization)) == ["SGD.step"]
+    pk_torch.disable()
+    assert len(optimizer_module._global_optimizer_pre_hooks) == before
+

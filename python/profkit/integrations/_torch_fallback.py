@@ -11,8 +11,8 @@ What differs from the native hook (``_torch_hook.cpp``):
 - it sees operators below autograd: composite operators appear as the
   operators they decompose into (``aten::linear`` as ``aten::t`` +
   ``aten::addmm``), operators are not nested inside each other, and the
-  autograd nodes of backward (``AddmmBackward0``) do not appear -- only the
-  operators they run;
+  autograd engine's ranges for backward nodes do not appear -- only the
+  operators they run; record_function ranges do not appear either;
 - dispatch modes are per thread: it records the operators of the thread that
   drives the Profiler (and of autograd's threads working for it), not those
   of other threads.

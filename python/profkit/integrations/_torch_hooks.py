@@ -5,14 +5,17 @@ What each records, and where it hooks in:
 - ``Forward`` -- each top-level ``nn.Module`` call on a thread (the model,
   the loss module), named ``"<ModuleClass>.forward"``. Submodule calls are
   inside it and are not events of their own. ``nn.Module.__call__`` is
-  wrapped only while a Profiler records (``window()``): a wrapped call costs
-  about half a microsecond, and torch's global module hooks would cost
-  several microseconds on every module call and turn off its fast path,
-  even outside windows.
+  wrapped only while a Profiler records (``window()``), by the native hook's
+  ModuleCall (tens of nanoseconds per call) or, in the fallback, a Python
+  wrapper (about half a microsecond). torch's global module hooks would
+  cost several microseconds on every module call and turn off its fast
+  path, even outside windows.
 - ``Backward`` -- each ``torch.autograd.backward`` call, which is what
   ``loss.backward()`` runs, named ``"backward"``.
 - ``Optimization`` -- each ``optimizer.step()``, named
-  ``"<OptimizerClass>.step"``, through torch's global optimizer step hooks.
+  ``"<OptimizerClass>.step"``, through torch's global optimizer step hooks
+  (with the native hook, from torch's own "Optimizer.step#SGD.step" range
+  instead, which costs no Python call).
 - ``Dataloader`` -- each batch fetched from a ``torch.utils.data.DataLoader``
   iterator, named ``"DataLoader.__next__"``, through
   ``profkit.dataloader_range``: it also adds the fetch time to the reader
@@ -75,15 +78,28 @@ class _Names:
 class PythonHooks:
     """Installs and removes the Python-level hooks of one torch module."""
 
-    def __init__(self, torch: ModuleType) -> None:
+    def __init__(
+        self,
+        torch: ModuleType,
+        native_module_call: Optional[Callable[[Any], Any]] = None,
+        optimizer_steps: bool = True,
+    ) -> None:
+        """``native_module_call``: the native hook's ModuleCall type, which wraps
+        ``nn.Module.__call__`` in C (a few tens of ns per call instead of about
+        half a microsecond); None: the Python wrapper. ``optimizer_steps``:
+        record Optimization events through optimizer hooks (the native hook
+        records them from torch's "Optimizer.step#..." ranges instead)."""
         self._torch = torch
+        self._native_module_call = native_module_call
+        self._optimizer_steps = optimizer_steps
         self._local = _PerThread()
         self._forward_names = _Names(".forward")
         self._step_names = _Names(".step")
         self._installed = False
         self._forward_on = False
         self._restore: List[Callable[[], None]] = []
-        self._module_call: Optional[Callable[..., Any]] = None
+        self._module_call: Any = None  # ours, while installed on nn.Module
+        self._module_call_original: Any = None
 
     @property
     def installed(self) -> bool:
@@ -101,7 +117,8 @@ class PythonHooks:
         self._installed = True
         try:
             self._install_backward()
-            self._install_optimizer()
+            if self._optimizer_steps:
+                self._install_optimizer()
             self._install_dataloader()
         except BaseException:
             self.uninstall()
@@ -126,6 +143,16 @@ class PythonHooks:
             return
         module_class = self._torch.nn.Module
         original = module_class.__call__
+        if self._native_module_call is not None:
+            wrapper = self._native_module_call(original)
+        else:
+            wrapper = self._python_module_call(original)
+        module_class.__call__ = wrapper
+        self._module_call = wrapper
+        self._module_call_original = original
+        self._forward_on = True
+
+    def _python_module_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
         local = self._local
         forward_name = self._forward_names
 
@@ -140,21 +167,18 @@ class PythonHooks:
             finally:
                 local.forward_depth = 0
 
-        __call__.__profkit_original__ = original  # type: ignore[attr-defined]
-        module_class.__call__ = __call__
-        self._module_call = __call__
-        self._forward_on = True
+        return __call__
 
     def _unwrap_module_call(self) -> None:
         if not self._forward_on:
             return
         module_class = self._torch.nn.Module
-        ours = self._module_call
-        if module_class.__dict__.get("__call__") is ours:
-            module_class.__call__ = ours.__profkit_original__  # type: ignore[union-attr]
+        if module_class.__dict__.get("__call__") is self._module_call:
+            module_class.__call__ = self._module_call_original
         # else: someone wrapped it after us; ours stays beneath theirs and keeps
-        # working (it only records inside windows, where the engine is on).
+        # working (it records only inside windows).
         self._module_call = None
+        self._module_call_original = None
         self._forward_on = False
 
     # ---- Backward -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp``).
+"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp``, ``_torch_module_call.cpp``).
 
 The hook is compiled against the torch installed next to profkit, on first
 use, with ``torch.utils.cpp_extension`` (a C++ compiler and ninja, which the
@@ -45,8 +45,11 @@ from .._paths import get_include, get_library
 __all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
 
 MODULE_NAME = "profkit_torch_hook"
-SOURCE = Path(__file__).with_name("_torch_hook.cpp")
+_HERE = Path(__file__).parent
+SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_module_call.cpp"]
+HEADERS = [_HERE / "_torch_module_call.h"]
 _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
+_CFLAGS = ["-O2", "-DNDEBUG"]
 
 
 class NativeBuildError(RuntimeError):
@@ -73,11 +76,12 @@ def cache_root() -> Path:
 
 def _key(torch: ModuleType) -> str:
     digest = hashlib.sha256()
-    digest.update(SOURCE.read_bytes())
+    for source in SOURCES + HEADERS:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
     # The binary links to this libprofkit.so and to this torch's libraries
     # (by SONAME, resolved in the process that already loaded them); a
     # different install of either gets a different build.
-    for part in (get_library(), os.path.dirname(torch.__file__), torch.__version__, sys.version):
+    for part in (get_library(), os.path.dirname(torch.__file__), torch.__version__, sys.version, *_CFLAGS):
         digest.update(b"\0" + part.encode())
     abi = sys.implementation.cache_tag or "py"
     return f"torch-{torch.__version__}-{abi}-profkit-{_C.version()}-{digest.hexdigest()[:16]}"
@@ -153,8 +157,8 @@ def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
     with _ninja_on_path():
         return cpp_extension.load(
             name=MODULE_NAME,
-            sources=[str(SOURCE)],
-            extra_cflags=["-O2", "-DNDEBUG"],
+            sources=[str(source) for source in SOURCES],
+            extra_cflags=_CFLAGS,
             extra_include_paths=[get_include()],
             # libprofkit.so by its SONAME: the process already has it loaded
             # (profkit._C links it), so the hook and Python share one engine.
@@ -187,7 +191,12 @@ def load(
         NativeBuildError: no compiler, no ninja, a compile error, an unwritable
             cache directory; the message says which and what to do.
     """
-    final = build_dir(torch)
+    try:
+        final = build_dir(torch)
+    except OSError as e:
+        raise NativeBuildError(
+            f"the native hook's sources are missing from this profkit install ({e}); reinstall profkit"
+        ) from e
     binary = final / _BINARY
     if not rebuild and binary.is_file():
         with contextlib.suppress(ImportError, OSError):  # a damaged file is rebuilt below

@@ -24,7 +24,9 @@ Once enabled, every recording window gets:
   ``Backward`` for ``loss.backward()``, ``Optimization`` for
   ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
   fetched from a DataLoader (also counted as reader_cost in the Perf
-  Summary) -- the events the Model summary is made of.
+  Summary) -- the events the Model summary is made of;
+- a ``PythonUserDefined`` event for each ``torch.profiler.record_function``
+  range (and torch's own, such as ``Optimizer.zero_grad#SGD.zero_grad``).
 
 Operators are recorded by a native hook (a RecordFunction callback calling
 profkit's C ABI) that is compiled against the installed torch on first use
@@ -73,14 +75,22 @@ class _Integration:
     """What enable() set up; disable() takes it all down."""
 
     def __init__(self, torch: ModuleType, options: _Options) -> None:
-        from ._torch_hooks import PythonHooks
-
         self.torch = torch
         self.options = options
-        self.hooks = PythonHooks(torch)
         self.native: Any = None  # the loaded profkit_torch_hook module
         self.fallback: Any = None  # an OperatorRecorder
         self.backend = ""
+        self._hooks: Any = None
+
+    @property
+    def hooks(self) -> Any:
+        """The Python-level hooks (made once the operator recorder is chosen)."""
+        from ._torch_hooks import PythonHooks
+
+        if self._hooks is None:
+            module_call = getattr(self.native, "ModuleCall", None)
+            self._hooks = PythonHooks(self.torch, module_call, optimizer_steps=self.native is None)
+        return self._hooks
 
 
 _lock = threading.RLock()
