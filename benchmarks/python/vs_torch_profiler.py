@@ -8,15 +8,18 @@ model, the loss, backward, an SGD step) runs in one process under:
 - torch.profiler (``activities=[CPU]``), the same number of steps,
 - profkit with its PyTorch integration (operator events from the native
   hook, Forward/Backward/Optimization/Dataloader events),
-- profkit enabled but outside a recording window (what it costs between windows).
+- profkit enabled but outside a recording window (what it costs between windows),
+- with ``--floor``, an empty RecordFunction callback: what torch itself spends
+  once anything observes its operators, the floor under both profilers.
 
 Configurations are interleaved round by round, in a rotating order (the
 machine may be shared); each round runs ``--steps`` steps per configuration.
 A round's step time is the median of its steps. Overhead is paired: a
 configuration's step time minus the baseline's in the same round, so slow
-drifts of the machine's speed cancel; the figures are medians over rounds. Then each profiler's trace of one round is written:
-torch.profiler's ``export_chrome_trace`` against profkit's ``.pktrace`` save and
-Chrome JSON export (and each one's stop/collect time).
+drifts of the machine's speed cancel; the figures are medians over rounds.
+Each round also writes each profiler's trace: torch.profiler's
+``export_chrome_trace`` against profkit's ``.pktrace`` save and Chrome JSON
+export (and each one's stop/collect time); those figures are medians too.
 
 Workloads: ``mlp`` (a training step on small matrices: dominated by
 per-operator cost, where a profiler's overhead shows), ``cnn`` (the small
@@ -27,7 +30,7 @@ per-operator cost alone).
 Goals: profkit's overhead <= 1/2 of torch.profiler's; its trace files <= 1/5
 the size; export >= 10x faster.
 
-    python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--steps 20] [--json F]
+    python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--floor] [--json F]
     python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
 
 Without PyTorch it prints why it skipped and exits 0.
@@ -58,6 +61,12 @@ def parse_args():
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: less noise)")
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--verbose", action="store_true", help="also print each round's step time")
+    p.add_argument("--backend", choices=("native", "python"), default="native", help="profkit's operator recorder")
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time an empty RecordFunction callback (torch's own cost of being observed; compiles ~5 s)",
+    )
     return p.parse_args()
 
 
@@ -185,20 +194,71 @@ def run_profkit(pk_torch, profkit, run, out_dir):
     }
 
 
+EMPTY_CALLBACK_SOURCE = r"""
+// An at::RecordFunction callback that does nothing: what torch itself spends
+// per operator once any profiler observes operators (the floor under both
+// torch.profiler's overhead and profkit's).
+#include <ATen/record_function.h>
+#include <Python.h>
+namespace {
+at::CallbackHandle handles[2] = {0, 0};
+std::unique_ptr<at::ObserverContext> start(const at::RecordFunction&) { return nullptr; }
+void end(const at::RecordFunction&, at::ObserverContext*) {}
+PyObject* install(PyObject*, PyObject*) {
+  handles[0] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::FUNCTION}));
+  handles[1] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::USER_SCOPE}));
+  Py_RETURN_NONE;
+}
+PyObject* uninstall(PyObject*, PyObject*) {
+  for (auto& h : handles) { if (h) at::removeCallback(h); h = 0; }
+  Py_RETURN_NONE;
+}
+PyMethodDef methods[] = {{"install", install, METH_NOARGS, ""}, {"uninstall", uninstall, METH_NOARGS, ""},
+                         {nullptr, nullptr, 0, nullptr}};
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "pk_bench_empty_callback", "", -1, methods,
+                      nullptr, nullptr, nullptr, nullptr};
+}  // namespace
+PyMODINIT_FUNC PyInit_pk_bench_empty_callback(void) { return PyModule_Create(&module); }
+"""
+
+
+def build_empty_callback(out_dir):
+    from torch.utils import cpp_extension
+
+    source = os.path.join(out_dir, "empty_callback.cpp")
+    with open(source, "w") as f:
+        f.write(EMPTY_CALLBACK_SOURCE)
+    build = os.path.join(out_dir, "empty_callback_build")
+    os.makedirs(build, exist_ok=True)
+    return cpp_extension.load(
+        name="pk_bench_empty_callback", sources=[source], extra_cflags=["-O2"], build_directory=build
+    )
+
+
+def run_empty_callback(empty, run):
+    empty.install()
+    try:
+        return statistics.median(run(lambda: None)), None
+    finally:
+        empty.uninstall()
+
+
 def run_profkit_idle(run):
     return statistics.median(run(lambda: None)), None  # enabled, no window open
 
 
-def benchmark(torch, profkit, pk_torch, kind, args, out_dir):
+def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
     run = make_workload(torch, kind, args.steps)
     for _ in range(2):  # warm-up: allocator, oneDNN primitives, both profilers' first use
         run(lambda: None)
     run_torch_profiler(torch, run, out_dir)
-    pk_torch.enable()
+    pk_torch.enable(backend=args.backend)
     run_profkit(pk_torch, profkit, run, out_dir)
     pk_torch.disable()
 
     names = ("baseline", "torch.profiler", "profkit", "profkit idle")
+    if empty is not None:
+        names += ("empty callback",)
     steps = {name: [] for name in names}
     details = {}
     for r in range(args.rounds):
@@ -209,13 +269,15 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir):
             elif name == "torch.profiler":
                 step, detail = run_torch_profiler(torch, run, out_dir)
             elif name == "profkit":
-                pk_torch.enable()
+                pk_torch.enable(backend=args.backend)
                 try:
                     step, detail = run_profkit(pk_torch, profkit, run, out_dir)
                 finally:
                     pk_torch.disable()
+            elif name == "empty callback":
+                step, detail = run_empty_callback(empty, run)
             else:
-                pk_torch.enable()
+                pk_torch.enable(backend=args.backend)
                 try:
                     step, detail = run_profkit_idle(run)
                 finally:
@@ -256,16 +318,26 @@ def report(f, verbose=False):
     if verbose:
         for name, values in f["step_ms_per_round"].items():
             print(f"  per round, {name}: {' '.join(f'{v:.3f}' for v in values)}")
-    for name in ("torch.profiler", "profkit", "profkit idle"):
+    for name in [n for n in f["overhead_ms"]]:
         pct = 100 * ov[name] / f["step_ms"]["baseline"]
         print(f"  {name:15s} {f['step_ms'][name]:8.3f} ms  overhead (paired) {ov[name]:+.3f} ms ({pct:+.1f} %)")
     ratio = ov["profkit"] / ov["torch.profiler"] if ov["torch.profiler"] > 0 else float("nan")
     print(f"  profkit overhead / torch.profiler overhead = {ratio:.2f}  (goal <= 0.50)")
+    if "empty callback" in ov:
+        floor = ov["empty callback"]
+        above = float("nan")
+        if ov["torch.profiler"] > floor:
+            above = (ov["profkit"] - floor) / (ov["torch.profiler"] - floor)
+        print(
+            f"  above torch's own RecordFunction cost (empty callback {floor:+.3f} ms): torch.profiler "
+            f"{ov['torch.profiler'] - floor:+.3f} ms, profkit {ov['profkit'] - floor:+.3f} ms, ratio {above:.2f}"
+        )
     print(f"events: torch.profiler {tp['events']:.0f}, profkit {pk['events']:.0f}")
     print(
         f"trace size: torch.profiler JSON {tp['json_bytes'] / 1e3:.1f} kB; profkit .pktrace "
         f"{pk['pktrace_bytes'] / 1e3:.1f} kB ({tp['json_bytes'] / pk['pktrace_bytes']:.1f}x smaller), "
-        f"profkit JSON {pk['json_bytes'] / 1e3:.1f} kB ({tp['json_bytes'] / pk['json_bytes']:.1f}x smaller)  (goal >= 5x)"
+        f"profkit JSON {pk['json_bytes'] / 1e3:.1f} kB ({tp['json_bytes'] / pk['json_bytes']:.1f}x smaller)"
+        "  (goal >= 5x)"
     )
     print(
         f"export: torch.profiler export_chrome_trace {tp['export_json_s'] * 1e3:.2f} ms; profkit .pktrace "
@@ -297,10 +369,11 @@ def main():
     torch.set_num_threads(args.threads)
     pk_torch.build()  # not timed: built once, cached
     workloads = ("ops", "mlp", "cnn") if args.workload == "all" else (args.workload,)
-    all_figures = {"torch": torch.__version__, "threads": args.threads, "workloads": []}
+    all_figures = {"torch": torch.__version__, "threads": args.threads, "backend": args.backend, "workloads": []}
     with tempfile.TemporaryDirectory() as out_dir:
+        empty = build_empty_callback(out_dir) if args.floor and not args.smoke else None
         for kind in workloads:
-            figures = benchmark(torch, profkit, pk_torch, kind, args, out_dir)
+            figures = benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty)
             report(figures, args.verbose)
             all_figures["workloads"].append(figures)
     if args.json:

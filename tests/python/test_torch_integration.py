@@ -11,7 +11,15 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 import profkit  # noqa: E402
 from profkit import ProfilerState, TracerEventType  # noqa: E402
 
-from torch_helpers import TinyNet, enclosing_names, enclosing_types, events_of, make_loader, names_of_type, train  # noqa: E402
+from torch_helpers import (  # noqa: E402
+    TinyNet,
+    enclosing_names,
+    enclosing_types,
+    events_of,
+    make_loader,
+    names_of_type,
+    train,
+)
 
 nn = torch.nn
 OPERATOR = int(TracerEventType.Operator)
@@ -70,7 +78,8 @@ def test_model_events_and_their_nesting(pk_torch):
 def test_model_summary_and_reader_cost_come_from_the_hooks(pk_torch):
     pk_torch.enable()
     prof = train(make_loader())
-    rows = {row[0].strip(): row for row in prof.profiler_result.summary_data(views=profkit.SummaryView.ModelView)["ModelView"].rows}
+    model = prof.profiler_result.summary_data(views=profkit.SummaryView.ModelView)["ModelView"]
+    rows = {row[0].strip(): row for row in model.rows}
     assert {"ProfileStep", "Dataloader", "Forward", "Backward", "Optimization"} <= set(rows)
     assert rows["Forward"][1] == 6 and rows["Backward"][1] == 3 and rows["Optimization"][1] == 3
     assert prof.perf_summary.reader_cost.max > 0  # batch fetches counted as reader_cost

@@ -40,9 +40,13 @@ def test_using_it_without_torch_is_a_clear_error():
         """
     )
     lines = out.splitlines()
-    assert lines[0].startswith("ModuleNotFoundError torch | profkit.integrations.torch.enable(): PyTorch is not installed")
+    assert lines[0].startswith(
+        "ModuleNotFoundError torch | profkit.integrations.torch.enable(): PyTorch is not installed"
+    )
     assert "pip install torch" in lines[0]
-    assert lines[1].startswith("ModuleNotFoundError torch | profkit.integrations.torch.build(): PyTorch is not installed")
+    assert lines[1].startswith(
+        "ModuleNotFoundError torch | profkit.integrations.torch.build(): PyTorch is not installed"
+    )
     assert "enabled: False" in lines
 
 

@@ -113,7 +113,9 @@ FALLBACK_SCRIPT = textwrap.dedent(
     [("missing", "no C++ compiler: "), ("/bin/false", "building the native PyTorch hook failed: ")],
     ids=["no-compiler", "compile-error"],
 )
-def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(torch_hook_cache, tmp_path, compiler, reason):
+def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(
+    torch_hook_cache, tmp_path, compiler, reason
+):
     cxx = str(tmp_path / "no-such-compiler") if compiler == "missing" else compiler
     env = dict(os.environ, PROFKIT_CACHE_DIR=str(tmp_path), CXX=cxx)
     done = subprocess.run(

@@ -19,11 +19,13 @@ def heard():
 
 
 def test_listeners_hear_each_state_change_before_the_engine_makes_it(heard):
-    prof = profkit.Profiler(scheduler=profkit.make_scheduler(closed=1, ready=1, record=2, repeat=1), on_trace_ready=lambda p: None)
+    scheduler = profkit.make_scheduler(closed=1, ready=1, record=2, repeat=1)
+    prof = profkit.Profiler(scheduler=scheduler, on_trace_ready=lambda p: None)
     with prof:
         for _ in range(5):
             prof.step()
-    R, RR, READY, CLOSED = ProfilerState.RECORD, ProfilerState.RECORD_AND_RETURN, ProfilerState.READY, ProfilerState.CLOSED
+    R, RR = ProfilerState.RECORD, ProfilerState.RECORD_AND_RETURN
+    READY, CLOSED = ProfilerState.READY, ProfilerState.CLOSED
     # stop() closes the engine again (listeners must take a repeated state calmly)
     assert heard == [(READY, 0), (R, 1), (RR, 2), (CLOSED, 3), (CLOSED, 0)]
 
