@@ -277,6 +277,34 @@ def test_dataloader_workers_run_unhooked(pk_torch):
     assert names_of_type(events, BACKWARD) == ["backward"] * 4
 
 
+def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
+    pk_torch.enable()
+    native = pk_torch._current.native
+    model = TinyNet()
+    x = torch.randn(2, 1, 6, 6)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        assert native.armed()
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                torch.set_num_threads(1)  # OpenMP's pool does not survive fork (DataLoader workers do the same)
+                model(x).sum().backward()  # torch runs unhooked here
+                report = f"{native.armed()} {pk_torch.is_enabled()} {module_call_is_torchs()}"
+            except BaseException as e:
+                report = f"error {e!r}"
+            os.write(write, report.encode())
+            os._exit(0)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 200).decode()
+        os.close(read)
+        model(x)
+    assert status == 0 and report == "False False True"
+    assert native.armed() is False and pk_torch.is_enabled()  # the parent keeps its hooks
+    assert names_of_type(events_of(prof), FORWARD) == ["TinyNet.forward"]
+
+
 # ---- the guide's case study --------------------------------------------------------------------
 def load_example():
     spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))

@@ -233,9 +233,14 @@ void disarm() {
 
 bool is_recording(pk_state state) { return state == PK_STATE_RECORD || state == PK_STATE_RECORD_AND_RETURN; }
 
+// Set in a forked child (a DataLoader worker): the child records nothing
+// through this hook, whatever state it inherited.
+std::atomic<bool> g_forked{false};
+
 // Runs on the thread that changed profkit's state, under profkit's state
 // lock: it only registers or removes the torch callback.
 void on_state(pk_state from, pk_state to, void*) {
+  if (g_forked.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (is_recording(to) && !is_recording(from)) {
     arm();
@@ -301,6 +306,20 @@ PyObject* set_record_shapes(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// In a child just forked from a process that had the hook installed: drop
+// the torch callbacks without taking g_mutex or profkit's locks (another
+// thread of the parent may have held them at the fork; the child has only
+// the forking thread, so nothing else runs here now).
+PyObject* forget_after_fork(PyObject*, PyObject*) {
+  g_forked.store(true, std::memory_order_relaxed);
+  if (g_callback != 0) at::removeCallback(g_callback);
+  if (g_range_callback != 0) at::removeCallback(g_range_callback);
+  g_callback = 0;
+  g_range_callback = 0;
+  g_listener = 0;  // left registered in the child's engine; on_state ignores it
+  Py_RETURN_NONE;
+}
+
 PyObject* installed(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return PyBool_FromLong(g_listener != 0);
@@ -317,6 +336,8 @@ PyMethodDef kMethods[] = {
     {"uninstall", uninstall, METH_NOARGS, "uninstall(): stop following profkit's state and remove the torch callback"},
     {"set_record_shapes", set_record_shapes, METH_O,
      "set_record_shapes(flag): attach operators' input shapes (from the next window, or now if recording)"},
+    {"forget_after_fork", forget_after_fork, METH_NOARGS,
+     "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
     {nullptr, nullptr, 0, nullptr},

@@ -303,14 +303,22 @@ def _on_window(profiler: Any, state: ProfilerState) -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child (a DataLoader worker) records nothing of its own; its copy
-    # of the hooks goes, so workers run torch unhooked and never touch locks
-    # another thread of the parent might have held at fork time.
+    # A forked child (a DataLoader worker) records nothing of its own: its copy
+    # of the hooks goes, so workers run torch unhooked. Only the native hook's
+    # fork-safe exit is used, which takes no lock another thread of the parent
+    # might have held at the fork; the Python hooks are plain attribute
+    # restores.
     global _current, _lock
     _lock = threading.RLock()
-    if _current is not None:
-        _teardown(_current)
-        _current = None
+    integration, _current = _current, None
+    if integration is None:
+        return
+    _window_listeners.remove(_on_window)
+    if integration.native is not None:
+        integration.native.forget_after_fork()
+    if integration.fallback is not None:
+        integration.fallback.window(False)
+    integration.hooks.uninstall()
 
 
 def _register_fork_handler() -> None:
