@@ -7,6 +7,7 @@
 #include "_torch_module_call.h"
 
 #include <profkit/profkit.h>
+#include <structmember.h>
 
 #include <cstdio>
 
@@ -63,12 +64,15 @@ PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
 }
 
 void dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
   PyObject_GC_UnTrack(self);
   Py_CLEAR(reinterpret_cast<ModuleCall*>(self)->wrapped);
-  Py_TYPE(self)->tp_free(self);
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of heap types own a reference to their type
 }
 
 int traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
   Py_VISIT(reinterpret_cast<ModuleCall*>(self)->wrapped);
   return 0;
 }
@@ -99,30 +103,41 @@ PyGetSetDef kGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
-PyTypeObject kType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "profkit_torch_hook.ModuleCall";
-  t.tp_basicsize = sizeof(ModuleCall);
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL;
-  t.tp_doc = "ModuleCall(wrapped): torch.nn.Module.__call__ that records top-level calls as profkit Forward events";
-  t.tp_new = make;
-  t.tp_dealloc = dealloc;
-  t.tp_traverse = traverse;
-  t.tp_clear = clear;
-  t.tp_descr_get = get;
-  t.tp_call = PyVectorcall_Call;
-  t.tp_vectorcall_offset = offsetof(ModuleCall, vectorcall);
-  t.tp_getset = kGetSet;
-  return t;
-}();
+PyMemberDef kMembers[] = {
+    // Where instances keep their vectorcall function (heap types say so here).
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(ModuleCall, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyType_Slot kSlots[] = {
+    {Py_tp_doc, const_cast<char*>("ModuleCall(wrapped): torch.nn.Module.__call__ that records top-level calls as "
+                                  "profkit Forward events")},
+    {Py_tp_new, reinterpret_cast<void*>(make)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(clear)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(get)},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_getset, kGetSet},
+    {Py_tp_members, kMembers},
+    {0, nullptr},
+};
+
+PyType_Spec kSpec = {
+    "profkit_torch_hook.ModuleCall",
+    sizeof(ModuleCall),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    kSlots,
+};
 
 }  // namespace
 
 bool add_module_call_type(PyObject* module) {
-  if (PyType_Ready(&kType) < 0) return false;
-  Py_INCREF(&kType);
-  if (PyModule_AddObject(module, "ModuleCall", reinterpret_cast<PyObject*>(&kType)) < 0) {
-    Py_DECREF(&kType);
+  PyObject* type = PyType_FromSpec(&kSpec);
+  if (type == nullptr) return false;
+  if (PyModule_AddObject(module, "ModuleCall", type) < 0) {  // steals the reference on success only
+    Py_DECREF(type);
     return false;
   }
   return true;
