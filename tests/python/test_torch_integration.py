@@ -353,3 +353,19 @@ def test_forward_wrapper_survives_exceptions_and_nests_per_thread(pk_torch, back
     assert type(wrapper).__name__ == ("ModuleCall" if backend == "native" else "function")
     assert wrapper.__wrapped__ is nn.Module._wrapped_call_impl
     assert names_of_type(events_of(prof), FORWARD) == ["Sequential.forward", "TinyNet.forward"]
+
+
+def test_a_window_opened_on_the_engine_directly_gets_all_but_forward(pk_torch):
+    from profkit import _C
+
+    pk_torch.enable()
+    model = TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    _C.set_state(int(ProfilerState.RECORD.value))  # not through a Profiler: no window listener runs
+    for x, y in make_loader(n=4, batch_size=4):
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    _C.set_state(int(ProfilerState.CLOSED.value))
+    events = profkit.ProfilerResult(_C.collect()).events
+    types = {TracerEventType(int(t)).name for t in events["type"]}
+    assert types == {"Operator", "Backward", "Optimization", "Dataloader"}
