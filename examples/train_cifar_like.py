@@ -63,11 +63,17 @@ class SmallCNN(nn.Module):
         return self.classifier(self.features(x))
 
 
+def usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=20, help="training steps (default 20; steps 3-13 are recorded)")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes (default 2)")
+    p.add_argument(
+        "--workers", type=int, default=min(2, usable_cpus()), help="DataLoader worker processes (default 2, or fewer CPUs)"
+    )
     p.add_argument("--slow-data", type=float, default=0.0, metavar="MS", help="milliseconds to load each sample")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where available)")
     p.add_argument("--out", default="./profiler_log", help="directory for the trace files")
