@@ -72,7 +72,10 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=20, help="training steps (default 20; steps 3-13 are recorded)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument(
-        "--workers", type=int, default=min(2, usable_cpus()), help="DataLoader worker processes (default 2, or fewer CPUs)"
+        "--workers",
+        type=int,
+        default=min(2, usable_cpus()),
+        help="DataLoader worker processes (default 2, or the usable CPUs if fewer)",
     )
     p.add_argument("--slow-data", type=float, default=0.0, metavar="MS", help="milliseconds to load each sample")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where available)")
