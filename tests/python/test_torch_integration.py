@@ -212,9 +212,12 @@ def test_enable_and_disable_are_idempotent(pk_torch):
     assert originals() == wrapped and optimizer_hook_count() == hooks
     assert torch.autograd.backward.__wrapped__ is before[0]
     assert names_of_type(events_of(train(make_loader())), BACKWARD) == ["backward"] * 3
+    native = pk_torch._current.native
     pk_torch.disable()
     pk_torch.disable()
     assert originals() == before and optimizer_hook_count() == hooks
+    pk_torch.enable()
+    assert pk_torch._current.native is native  # loaded once per process
 
 
 def test_enable_is_also_a_context_manager(pk_torch):

@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Callable, Iterator, NamedTuple, Optional
+from typing import IO, Callable, Dict, Iterator, NamedTuple, Optional
 
 from .. import _C
 from .._paths import get_include, get_library
@@ -92,13 +92,22 @@ def build_dir(torch: ModuleType) -> Path:
     return cache_root() / "torch_hook" / _key(torch)
 
 
+# Loaded in this process, by path: loading again would initialize the module
+# again (a second ModuleCall type over the same C state).
+_loaded: Dict[Path, ModuleType] = {}
+
+
 def _import(path: Path) -> ModuleType:
+    module = _loaded.get(path)
+    if module is not None:
+        return module
     loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
     spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path), loader=loader)
     if spec is None:  # pragma: no cover - only for paths without a known suffix
         raise ImportError(f"cannot make an import spec for {path}")
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
+    _loaded[path] = module
     return module
 
 
@@ -243,4 +252,5 @@ def load(
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         module.__file__ = str(binary)
+        _loaded[binary] = module
         return NativeHook(module, binary, True, time.perf_counter() - started)
