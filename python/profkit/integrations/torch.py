@@ -85,9 +85,9 @@ class _Integration:
     @property
     def hooks(self) -> Any:
         """The Python-level hooks (made once the operator recorder is chosen)."""
-        from ._torch_hooks import PythonHooks
-
         if self._hooks is None:
+            from ._torch_hooks import PythonHooks
+
             module_call = getattr(self.native, "ModuleCall", None)
             self._hooks = PythonHooks(self.torch, module_call, optimizer_steps=self.native is None)
         return self._hooks
