@@ -12,7 +12,11 @@ step() { printf '\n==== %s\n' "$*"; }
 
 step "dependencies"
 bash scripts/install_deps.sh
-python3 -m pip install -q ".[test]"
+# PyTorch (the CPU build here) for the integration's tests and benchmark.
+python3 -m pip install -q torch==2.13.0 ".[test]"
+# The native PyTorch hook is built once per checkout for the benchmark smoke
+# runs (the Python tests build their own, into a fresh directory).
+export PROFKIT_CACHE_DIR="$PWD/build/profkit_cache"
 
 step "build (warnings are errors)"
 cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROFKIT_WERROR=ON >/dev/null

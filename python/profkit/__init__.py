@@ -14,7 +14,8 @@ run with ``import profkit as profiler``::
 
 The engine is ``libprofkit.so`` behind a stable C ABI (``get_include()``,
 ``get_library()``), so C/C++ framework hooks and this package record into the
-same trace.
+same trace. PyTorch's operators, passes, optimizer steps and data loading are
+recorded once ``profkit.integrations.torch.enable()`` is called.
 """
 
 from . import _C

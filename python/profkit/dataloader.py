@@ -16,6 +16,7 @@ loop waits for, on the loop's thread; loading done ahead by worker threads is
 not reader cost.
 """
 
+import threading
 from typing import Generic, Iterable, Iterator, Optional, TypeVar
 
 from . import timer as _timer
@@ -29,29 +30,47 @@ T = TypeVar("T")
 _DATALOADER = int(TracerEventType.Dataloader)
 
 
+class _Nesting(threading.local):
+    depth = 0  # data-loading ranges open on this thread
+
+
+_nesting = _Nesting()
+
+
 class DataloaderRange:
     """A context manager marking data loading: a Dataloader event plus reader cost.
 
     ``with profkit.dataloader_range():`` around fetching a batch records a
     ``Dataloader`` event (inside a recording window) and adds the time to
-    the reader cost of every running Profiler's current step.
+    the reader cost of every running Profiler's current step. A range
+    opened inside another one on the same thread (``wrap_dataloader`` around
+    a loader that a framework integration already marks) is part of the
+    outer one: it records nothing and adds no reader time of its own.
 
     Args:
         name: the event's name in traces (default ``"Dataloader"``).
     """
 
-    __slots__ = ("_event", "_start")
+    __slots__ = ("_event", "_start", "_outer")
 
     def __init__(self, name: str = "Dataloader") -> None:
         self._event = RecordEvent(name, _DATALOADER)
         self._start = 0
+        self._outer = False
 
     def __enter__(self) -> "DataloaderRange":
-        self._event.begin()
-        self._start = _timer.clock_ns()
+        nesting = _nesting
+        self._outer = nesting.depth == 0
+        nesting.depth += 1
+        if self._outer:
+            self._event.begin()
+            self._start = _timer.clock_ns()
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
+        _nesting.depth -= 1
+        if not self._outer:
+            return False
         elapsed = _timer.clock_ns() - self._start
         self._event.end()
         for running in _timer._active_timers:

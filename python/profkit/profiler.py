@@ -25,9 +25,9 @@ RecordEvent and dataloader ranges may come from any thread.
 
 import operator
 import warnings
-from typing import Any, Callable, Iterable, List, Optional, Set, Union
+from typing import Any, Callable, Iterable, Optional, Set, Union
 
-from . import _C, _lifecycle, _rank
+from . import _C, _lifecycle, _rank, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning
 from .export_callbacks import export_chrome_tracing
@@ -46,23 +46,6 @@ _CLOSED = ProfilerState.CLOSED
 _active: Optional["Profiler"] = None
 # GPU-unavailable warnings are given once per process.
 _gpu_warning_given = False
-# Called just before a recording window closes, while still recording, so that
-# integrations can record the ends of work still in flight (see add_window_end_hook).
-_window_end_hooks: List[Callable[[], Any]] = []
-
-
-def add_window_end_hook(hook: Callable[[], Any]) -> None:
-    """Calls ``hook()`` just before each recording window the Profiler closes
-    (still recording), e.g. to finish events of asynchronous work. Adding a
-    hook twice adds it once; an exception from a hook propagates."""
-    if hook not in _window_end_hooks:
-        _window_end_hooks.append(hook)
-
-
-def remove_window_end_hook(hook: Callable[[], Any]) -> None:
-    """Removes a hook added with add_window_end_hook (no error if absent)."""
-    if hook in _window_end_hooks:
-        _window_end_hooks.remove(hook)
 
 
 def _warn_gpu_unavailable(reason: str) -> None:
@@ -219,11 +202,11 @@ class Profiler:
             if self.on_trace_ready is None:
                 self.on_trace_ready = export_chrome_tracing(DEFAULT_LOG_DIR)
             if first is not _CLOSED:
-                _C.set_state(first.value)
+                self._set_engine_state(first)
             _C.step_begin(0)
         except BaseException:
             _active = None
-            _C.set_state(_CLOSED.value)
+            self._set_engine_state(_CLOSED)
             self._set_gpu_tracing(False)
             raise
         self._begin_run(first)
@@ -397,16 +380,20 @@ class Profiler:
         """Carries out a transition's engine actions; returns the collected window if any."""
         result = None
         if transition.deliver:
-            for hook in list(_window_end_hooks):
-                hook()
+            _window_listeners.notify_collect(self)  # still recording: integrations may close their events
         if transition.first is not None:
-            _C.set_state(transition.first.value)
+            self._set_engine_state(transition.first)
         if transition.deliver:
             _rank.apply_rank()  # torch.distributed may have been initialized after start()
             result = _C.collect()
         if transition.then is not None:
-            _C.set_state(transition.then.value)
+            self._set_engine_state(transition.then)
         return result
+
+    def _set_engine_state(self, state: ProfilerState) -> None:
+        """Puts the engine in ``state``; framework integrations hear of it first (_window_listeners)."""
+        _window_listeners.notify(self, state)
+        _C.set_state(state.value)
 
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
         self._result = ProfilerResult(result)

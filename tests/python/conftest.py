@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 
 from profkit import _C
@@ -13,3 +17,43 @@ def clean_engine():
     profiler_module._active = None  # a test that failed mid-run leaves no Profiler behind
     _C.set_state(0)
     _C.collect()
+
+
+# ---- PyTorch ---------------------------------------------------------------------
+class HookBuild:
+    """The session's build of the native PyTorch hook (see torch_hook_cache)."""
+
+    def __init__(self, root, process):
+        self.root = root  # $PROFKIT_CACHE_DIR of the session
+        self.process = process  # `python -m profkit.integrations.torch --build`, completed
+
+
+@pytest.fixture(scope="session")
+def torch_hook_cache(tmp_path_factory):
+    """Builds the native PyTorch hook once per session into a fresh cache and
+    points $PROFKIT_CACHE_DIR there for the rest of the session (in-process
+    loads and subprocesses alike). Skips where torch is not installed."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test.sh installs the CPU build)")
+    root = tmp_path_factory.mktemp("profkit_cache")
+    env = dict(os.environ, PROFKIT_CACHE_DIR=str(root))
+    process = subprocess.run(
+        [sys.executable, "-m", "profkit.integrations.torch", "--build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert process.returncode == 0, f"building the native hook failed:\n{process.stdout}\n{process.stderr}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PROFKIT_CACHE_DIR", str(root))
+        yield HookBuild(root, process)
+
+
+@pytest.fixture
+def pk_torch(torch_hook_cache):
+    """profkit.integrations.torch, disabled again after the test."""
+    import profkit.integrations.torch as integration
+
+    integration.disable()
+    yield integration
+    integration.disable()

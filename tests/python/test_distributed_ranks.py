@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import profkit
-from profkit import Profiler, ProfilerResult, RecordEvent, TracerEventType, _C, cross_rank_summary
+from profkit import Profiler, ProfilerResult, RecordEvent, TracerEventType, _C, _window_listeners, cross_rank_summary
 from profkit._rank import detect_rank
 
 COMMUNICATION = 12
@@ -144,25 +144,42 @@ def test_profiler_leaves_an_engine_rank_alone_when_none_is_found():
     assert (prof.profiler_result.info["rank"], prof.profiler_result.info["world_size"]) == (1, 4)
 
 
-def test_window_end_hooks_run_while_still_recording():
+def test_collect_hooks_run_while_still_recording():
     seen = []
 
-    def hook():
-        seen.append(_C.is_recording())
+    def hook(profiler):
+        seen.append((profiler is prof, _C.is_recording()))
         with RecordEvent("late", TracerEventType.UserDefined):
             pass
 
-    profkit.profiler.add_window_end_hook(hook)
-    profkit.profiler.add_window_end_hook(hook)  # once only
+    _window_listeners.add_collect_hook(hook)
+    _window_listeners.add_collect_hook(hook)  # once only
     try:
-        with Profiler(scheduler=(0, 1), on_trace_ready=lambda p: None) as prof:
-            for _ in range(3):
+        # Two windows back to back: the first is collected while recording goes on.
+        scheduler = profkit.make_scheduler(closed=0, ready=0, record=2, repeat=2)
+        with Profiler(scheduler=scheduler, on_trace_ready=lambda p: None) as prof:
+            for _ in range(5):
                 prof.step()
     finally:
-        profkit.profiler.remove_window_end_hook(hook)
-    profkit.profiler.remove_window_end_hook(hook)  # absent: no error
-    assert seen == [True]
+        _window_listeners.remove_collect_hook(hook)
+    _window_listeners.remove_collect_hook(hook)  # absent: no error
+    assert seen == [(True, True), (True, True)]
     assert "late" in set(prof.profiler_result.events["name"])
+
+
+def test_a_failing_collect_hook_warns_and_the_window_is_delivered():
+    def broken(profiler):
+        raise RuntimeError("integration bug")
+
+    _window_listeners.add_collect_hook(broken)
+    delivered = []
+    try:
+        with pytest.warns(profkit.ProfilerWarning, match="integration bug"):
+            with Profiler(scheduler=(0, 1), on_trace_ready=delivered.append) as prof:
+                prof.step()
+    finally:
+        _window_listeners.remove_collect_hook(broken)
+    assert len(delivered) == 1
 
 
 def test_cpu_distributed_summary_counts_host_computation():

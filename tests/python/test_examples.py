@@ -124,3 +124,19 @@ def test_engine_demo_example(tmp_path):
     run_example("engine_demo.py", tmp_path)
     assert steps_of(tmp_path / "profiler_log" / "engine_demo.trace.json") == [0, 1, 2]
     assert os.path.isfile(tmp_path / "profiler_log" / "engine_demo.pktrace")
+
+
+def test_train_cifar_like_example(tmp_path, torch_hook_cache):
+    import profkit
+
+    out = run_example("train_cifar_like.py", tmp_path)
+    (path,) = traces(tmp_path)
+    assert steps_of(path) == list(range(3, 14))  # scheduler=(3, 14)
+    assert {"Operator", "Forward", "Backward", "Optimization", "Dataloader", "ProfileStep"} <= categories(path)
+    (binary,) = traces(tmp_path, "*.pktrace")
+    assert profkit.load_profiler_result(binary).steps == list(range(3, 14))
+    for table in ("Perf Summary", "Model Summary", "Operator Summary", "Kernel Summary"):
+        assert table in out
+    assert "profkit's native PyTorch hook" in out
+    assert os.path.abspath(path) in out and os.path.abspath(binary) in out
+    assert "https://ui.perfetto.dev" in out and "chrome://tracing" in out

@@ -199,3 +199,21 @@ def test_reader_time_goes_to_running_timers_only(clock):
         clock.advance(7 * MS)
     assert t.summary().reader_cost.avg == pytest.approx(0.005)
     assert t._reader_pending == 0
+
+
+def test_a_range_inside_another_is_part_of_it(clock):
+    """wrap_dataloader around a loader that a framework integration already marks: one event, one reader time."""
+    windows = []
+    with Profiler(on_trace_ready=lambda prof: windows.append(prof.profiler_result)) as p:
+        with dataloader_range("outer"):
+            clock.advance(2 * MS)
+            with dataloader_range("inner"):
+                clock.advance(3 * MS)
+            clock.advance(1 * MS)
+        p.step()
+        with dataloader_range("next"):  # the nesting is over: a range of its own
+            clock.advance(4 * MS)
+        p.step()
+    assert [s.reader_cost.avg for s in [p.perf_summary]] == [pytest.approx(0.005)]  # (6 + 4) / 2 steps
+    ev = windows[0].events
+    assert list(ev["name"][ev["type"] == int(profkit.TracerEventType.Dataloader)]) == ["outer", "next"]

@@ -64,7 +64,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .. import _C, profiler
+from .. import _C, _window_listeners
 from .._C import RecordEvent
 
 __all__ = ["enable", "disable", "is_enabled", "instrument_ddp", "wait_in_flight", "COLLECTIVES", "IN_FLIGHT_SUFFIX"]
@@ -352,7 +352,7 @@ def wait_in_flight(timeout: float = 10.0) -> bool:
 WINDOW_END_WAIT_S = 0.5
 
 
-def _finish_in_flight() -> None:
+def _finish_in_flight(_profiler: object = None) -> None:
     _in_flight.drain(WINDOW_END_WAIT_S)
 
 
@@ -480,7 +480,7 @@ def enable() -> List[str]:
             _wrappers[name] = wrapper
             setattr(dist, name, wrapper)
         _patch_p2pop(dist)
-        profiler.add_window_end_hook(_finish_in_flight)
+        _window_listeners.add_collect_hook(_finish_in_flight)
         return sorted(_originals)
 
 
@@ -500,7 +500,7 @@ def disable() -> None:
             del _originals[name]
             _wrappers.pop(name, None)
         _unpatch_p2pop()
-        profiler.remove_window_end_hook(_finish_in_flight)
+        _window_listeners.remove_collect_hook(_finish_in_flight)
 
 
 def is_enabled() -> bool:

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""profkit next to torch.profiler on the CPU: step-time overhead, trace size, export time.
+
+The same PyTorch training loop (a DataLoader over an in-memory dataset, the
+model, the loss, backward, an SGD step) runs in one process under:
+
+- nothing (the baseline),
+- torch.profiler (``activities=[CPU]``), the same number of steps,
+- profkit with its PyTorch integration (operator events from the native
+  hook, Forward/Backward/Optimization/Dataloader events),
+- profkit enabled but outside a recording window (what it costs between windows),
+- with ``--floor``, an empty RecordFunction callback: what torch itself spends
+  once anything observes its operators, the floor under both profilers.
+
+Configurations are interleaved round by round, in a rotating order (the
+machine may be shared); each round runs ``--steps`` steps per configuration.
+A round's step time is the median of its steps. Overhead is paired: a
+configuration's step time minus the baseline's in the same round, so slow
+drifts of the machine's speed cancel; the figures are medians over rounds.
+Each round also writes each profiler's trace: torch.profiler's
+``export_chrome_trace`` against profkit's ``.pktrace`` save and Chrome JSON
+export (and each one's stop/collect time); those figures are medians too.
+
+Workloads: ``mlp`` (a training step on small matrices: dominated by
+per-operator cost, where a profiler's overhead shows), ``cnn`` (the small
+CIFAR-shaped CNN of examples/train_cifar_like.py, compute-bound) and ``ops``
+(1000 tiny ``torch.add`` calls per "step", no autograd, no DataLoader: the
+per-operator cost alone).
+
+Goals: profkit's overhead <= 1/2 of torch.profiler's; its trace files <= 1/5
+the size; export >= 10x faster.
+
+    python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--floor] [--json F]
+    python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
+
+Without PyTorch it prints why it skipped and exits 0.
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+
+def skip(reason):
+    print(f"vs_torch_profiler: skipped: {reason}")
+    sys.exit(0)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="CI mode: tiny run that checks everything works")
+    p.add_argument("--workload", choices=("ops", "mlp", "cnn", "all"), default="all")
+    p.add_argument("--rounds", type=int, default=21, help="interleaved rounds (median taken)")
+    p.add_argument("--steps", type=int, default=20, help="recorded steps per configuration and round")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: less noise)")
+    p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--verbose", action="store_true", help="also print each round's step time")
+    p.add_argument("--backend", choices=("native", "python"), default="native", help="profkit's operator recorder")
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time an empty RecordFunction callback (torch's own cost of being observed; compiles ~5 s)",
+    )
+    return p.parse_args()
+
+
+# ---- workloads ---------------------------------------------------------------------------
+def make_ops_loop(torch, steps):
+    """1000 tiny additions per step, no autograd: nothing but per-operator cost."""
+    a, b = torch.randn(4), torch.randn(4)
+
+    def run(step_done):
+        times = []
+        start = time.perf_counter()
+        for _ in range(steps):
+            c = a
+            for _ in range(1000):
+                c = torch.add(c, b)
+            step_done()
+            now = time.perf_counter()
+            times.append(now - start)
+            start = now
+        return times
+
+    return run
+
+
+def make_workload(torch, kind, steps):
+    nn = torch.nn
+    torch.manual_seed(0)
+    if kind == "ops":
+        return make_ops_loop(torch, steps)
+    if kind == "mlp":
+        width, batch = 64, 16
+        layers = []
+        for _ in range(6):
+            layers += [nn.Linear(width, width), nn.LayerNorm(width), nn.GELU()]
+        model = nn.Sequential(*layers, nn.Linear(width, 10))
+        images = torch.randn(batch * steps, width)
+    else:
+        batch = 32
+        model = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(32 * 8 * 8, 64),
+            nn.ReLU(),
+            nn.Linear(64, 10),
+        )
+        images = torch.randn(batch * steps, 3, 32, 32)
+    labels = torch.randint(0, 10, (len(images),))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, labels), batch_size=batch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def run(step_done):
+        """One pass over the loader (``steps`` steps); returns each step's seconds."""
+        times = []
+        start = time.perf_counter()
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step_done()
+            now = time.perf_counter()
+            times.append(now - start)
+            start = now
+        return times
+
+    return run
+
+
+# ---- one round of each configuration ----------------------------------------------------
+def run_baseline(run):
+    return statistics.median(run(lambda: None)), None
+
+
+def run_torch_profiler(torch, run, out_dir):
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU])
+    prof.start()
+    times = run(prof.step)
+    t0 = time.perf_counter()
+    prof.stop()
+    stopped = time.perf_counter() - t0
+    path = os.path.join(out_dir, "torch_profiler.trace.json")
+    t0 = time.perf_counter()
+    prof.export_chrome_trace(path)
+    exported = time.perf_counter() - t0
+    return statistics.median(times), {
+        "stop_s": stopped,
+        "export_json_s": exported,
+        "json_bytes": os.path.getsize(path),
+        "events": sum(1 for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"),
+    }
+
+
+def run_profkit(pk_torch, profkit, run, out_dir):
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    with contextlib.redirect_stdout(io.StringIO()):  # the Perf Summary
+        prof.start()
+        times = run(prof.step)
+        t0 = time.perf_counter()
+        prof.stop()
+        stopped = time.perf_counter() - t0
+    result = prof.profiler_result
+    pktrace = os.path.join(out_dir, "profkit.pktrace")
+    chrome = os.path.join(out_dir, "profkit.trace.json")
+    t0 = time.perf_counter()
+    result.save(pktrace)
+    saved = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result.export_chrome_tracing(chrome)
+    exported = time.perf_counter() - t0
+    return statistics.median(times), {
+        "stop_s": stopped,
+        "save_pktrace_s": saved,
+        "export_json_s": exported,
+        "pktrace_bytes": os.path.getsize(pktrace),
+        "json_bytes": os.path.getsize(chrome),
+        "events": int(result.info["host_event_count"]),
+    }
+
+
+EMPTY_CALLBACK_SOURCE = r"""
+// An at::RecordFunction callback that does nothing: what torch itself spends
+// per operator once any profiler observes operators (the floor under both
+// torch.profiler's overhead and profkit's).
+#include <ATen/record_function.h>
+#include <Python.h>
+namespace {
+at::CallbackHandle handles[2] = {0, 0};
+std::unique_ptr<at::ObserverContext> start(const at::RecordFunction&) { return nullptr; }
+void end(const at::RecordFunction&, at::ObserverContext*) {}
+PyObject* install(PyObject*, PyObject*) {
+  handles[0] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::FUNCTION}));
+  handles[1] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::USER_SCOPE}));
+  Py_RETURN_NONE;
+}
+PyObject* uninstall(PyObject*, PyObject*) {
+  for (auto& h : handles) { if (h) at::removeCallback(h); h = 0; }
+  Py_RETURN_NONE;
+}
+PyMethodDef methods[] = {{"install", install, METH_NOARGS, ""}, {"uninstall", uninstall, METH_NOARGS, ""},
+                         {nullptr, nullptr, 0, nullptr}};
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "pk_bench_empty_callback", "", -1, methods,
+                      nullptr, nullptr, nullptr, nullptr};
+}  // namespace
+PyMODINIT_FUNC PyInit_pk_bench_empty_callback(void) { return PyModule_Create(&module); }
+"""
+
+
+def build_empty_callback(out_dir):
+    from torch.utils import cpp_extension
+
+    source = os.path.join(out_dir, "empty_callback.cpp")
+    with open(source, "w") as f:
+        f.write(EMPTY_CALLBACK_SOURCE)
+    build = os.path.join(out_dir, "empty_callback_build")
+    os.makedirs(build, exist_ok=True)
+    return cpp_extension.load(
+        name="pk_bench_empty_callback", sources=[source], extra_cflags=["-O2"], build_directory=build
+    )
+
+
+def run_empty_callback(empty, run):
+    empty.install()
+    try:
+        return statistics.median(run(lambda: None)), None
+    finally:
+        empty.uninstall()
+
+
+def run_profkit_idle(run):
+    return statistics.median(run(lambda: None)), None  # enabled, no window open
+
+
+def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
+    run = make_workload(torch, kind, args.steps)
+    for _ in range(2):  # warm-up: allocator, oneDNN primitives, both profilers' first use
+        run(lambda: None)
+    run_torch_profiler(torch, run, out_dir)
+    pk_torch.enable(backend=args.backend)
+    run_profkit(pk_torch, profkit, run, out_dir)
+    pk_torch.disable()
+
+    names = ("baseline", "torch.profiler", "profkit", "profkit idle")
+    if empty is not None:
+        names += ("empty callback",)
+    steps = {name: [] for name in names}
+    details = {}
+    for r in range(args.rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]  # rotate: no configuration always first
+        for name in order:
+            if name == "baseline":
+                step, detail = run_baseline(run)
+            elif name == "torch.profiler":
+                step, detail = run_torch_profiler(torch, run, out_dir)
+            elif name == "profkit":
+                pk_torch.enable(backend=args.backend)
+                try:
+                    step, detail = run_profkit(pk_torch, profkit, run, out_dir)
+                finally:
+                    pk_torch.disable()
+            elif name == "empty callback":
+                step, detail = run_empty_callback(empty, run)
+            else:
+                pk_torch.enable(backend=args.backend)
+                try:
+                    step, detail = run_profkit_idle(run)
+                finally:
+                    pk_torch.disable()
+            steps[name].append(step)
+            if detail is not None:
+                details.setdefault(name, []).append(detail)
+    med = {name: statistics.median(v) for name, v in steps.items()}
+    # Overhead per round against the same round's baseline (run next to it):
+    # slow drifts of the machine's speed cancel out.
+    paired = {
+        name: statistics.median(p - b for p, b in zip(steps[name], steps["baseline"]))
+        for name in names
+        if name != "baseline"
+    }
+
+    def median_detail(name, key):
+        return statistics.median(d[key] for d in details[name])
+
+    figures = {
+        "workload": kind,
+        "steps_per_round": args.steps,
+        "rounds": args.rounds,
+        "step_ms": {name: med[name] * 1e3 for name in names},
+        "step_ms_per_round": {name: [round(v * 1e3, 4) for v in steps[name]] for name in names},
+        "overhead_ms": {name: paired[name] * 1e3 for name in paired},
+        "torch.profiler": {k: median_detail("torch.profiler", k) for k in details["torch.profiler"][0]},
+        "profkit": {k: median_detail("profkit", k) for k in details["profkit"][0]},
+    }
+    return figures
+
+
+def report(f, verbose=False):
+    tp, pk = f["torch.profiler"], f["profkit"]
+    ov = f["overhead_ms"]
+    print(f"== {f['workload']}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
+    print(f"step time: baseline {f['step_ms']['baseline']:.3f} ms")
+    if verbose:
+        for name, values in f["step_ms_per_round"].items():
+            print(f"  per round, {name}: {' '.join(f'{v:.3f}' for v in values)}")
+    for name in [n for n in f["overhead_ms"]]:
+        pct = 100 * ov[name] / f["step_ms"]["baseline"]
+        print(f"  {name:15s} {f['step_ms'][name]:8.3f} ms  overhead (paired) {ov[name]:+.3f} ms ({pct:+.1f} %)")
+    ratio = ov["profkit"] / ov["torch.profiler"] if ov["torch.profiler"] > 0 else float("nan")
+    print(f"  profkit overhead / torch.profiler overhead = {ratio:.2f}  (goal <= 0.50)")
+    if "empty callback" in ov:
+        floor = ov["empty callback"]
+        above = float("nan")
+        if ov["torch.profiler"] > floor:
+            above = (ov["profkit"] - floor) / (ov["torch.profiler"] - floor)
+        print(
+            f"  above torch's own RecordFunction cost (empty callback {floor:+.3f} ms): torch.profiler "
+            f"{ov['torch.profiler'] - floor:+.3f} ms, profkit {ov['profkit'] - floor:+.3f} ms, ratio {above:.2f}"
+        )
+    print(f"events: torch.profiler {tp['events']:.0f}, profkit {pk['events']:.0f}")
+    print(
+        f"trace size: torch.profiler JSON {tp['json_bytes'] / 1e3:.1f} kB; profkit .pktrace "
+        f"{pk['pktrace_bytes'] / 1e3:.1f} kB ({tp['json_bytes'] / pk['pktrace_bytes']:.1f}x smaller), "
+        f"profkit JSON {pk['json_bytes'] / 1e3:.1f} kB ({tp['json_bytes'] / pk['json_bytes']:.1f}x smaller)"
+        "  (goal >= 5x)"
+    )
+    print(
+        f"export: torch.profiler export_chrome_trace {tp['export_json_s'] * 1e3:.2f} ms; profkit .pktrace "
+        f"{pk['save_pktrace_s'] * 1e3:.2f} ms ({tp['export_json_s'] / pk['save_pktrace_s']:.0f}x faster), "
+        f"Chrome JSON {pk['export_json_s'] * 1e3:.2f} ms ({tp['export_json_s'] / pk['export_json_s']:.0f}x faster)"
+        "  (goal >= 10x)"
+    )
+    print(f"stop (collect): torch.profiler {tp['stop_s'] * 1e3:.2f} ms; profkit {pk['stop_s'] * 1e3:.2f} ms")
+    f["ratios"] = {
+        "overhead_profkit_over_torch": ratio,
+        "size_torch_json_over_pktrace": tp["json_bytes"] / pk["pktrace_bytes"],
+        "size_torch_json_over_profkit_json": tp["json_bytes"] / pk["json_bytes"],
+        "export_torch_over_pktrace": tp["export_json_s"] / pk["save_pktrace_s"],
+        "export_torch_over_profkit_json": tp["export_json_s"] / pk["export_json_s"],
+    }
+
+
+def main():
+    args = parse_args()
+    try:
+        import torch
+    except ImportError:
+        skip("PyTorch is not installed")
+    import profkit
+    import profkit.integrations.torch as pk_torch
+
+    if args.smoke:
+        args.rounds, args.steps = 1, 3
+    torch.set_num_threads(args.threads)
+    pk_torch.build()  # not timed: built once, cached
+    workloads = ("ops", "mlp", "cnn") if args.workload == "all" else (args.workload,)
+    all_figures = {"torch": torch.__version__, "threads": args.threads, "backend": args.backend, "workloads": []}
+    with tempfile.TemporaryDirectory() as out_dir:
+        empty = build_empty_callback(out_dir) if args.floor and not args.smoke else None
+        for kind in workloads:
+            figures = benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty)
+            report(figures, args.verbose)
+            all_figures["workloads"].append(figures)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(all_figures, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

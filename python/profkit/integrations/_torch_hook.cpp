@@ -1,0 +1,362 @@
+// profkit's native PyTorch hook: at::RecordFunction callbacks that turn every
+// aten operator (the forward ones and those autograd runs in backward) into a
+// profkit Operator event, and torch's user ranges (record_function) into
+// events too, through the C ABI -- the way any framework would call it. The
+// module also carries ModuleCall, the Forward wrapper (_torch_module_call.h).
+//
+// Built against the installed torch on first use by
+// profkit/integrations/_torch_native.py (torch is never a build requirement of
+// profkit) and loaded as the plain CPython module `profkit_torch_hook`
+// (no pybind11, no torch/extension.h: it includes only ATen's RecordFunction).
+//
+// Cost model. The callbacks are registered with torch only while profkit
+// records: a profkit state listener adds them when a recording window opens
+// and removes them when it closes, so outside windows PyTorch runs with no
+// callback of ours at all (and skips RecordFunction entirely when nothing
+// else listens). Inside a window each operator costs RecordFunction's own
+// bookkeeping plus one pk_begin_event/pk_end_event pair; names go through
+// per-thread caches checked by content (operator_name_id below).
+//
+// Scopes: FUNCTION -- the dispatcher's operators, plus the autograd engine's
+// "autograd::engine::evaluate_function: AddmmBackward0" range around each
+// backward node, which names the node. The node's own BACKWARD_FUNCTION range
+// ("AddmmBackward0") is left out: it spans the same work one level down, and
+// observing it makes torch demangle the node's C++ type name once more per
+// node (with an empty callback, about a quarter of the cost torch's
+// RecordFunction adds to a training step). USER_SCOPE -- record_function
+// ranges (on_range_start below). Input shapes are only gathered when asked
+// for (needsInputs is off otherwise, so torch does not even copy the inputs).
+//
+// Thread-safety: the callbacks run on every thread that executes operators
+// and only call thread-safe profkit functions. The module functions are
+// called with the GIL held; the state listener runs on whichever thread
+// changes profkit's state. g_mutex serializes everything that registers or
+// removes callbacks. Ownership: the module owns two torch callback handles
+// and one profkit listener handle; uninstall() releases them.
+#include <ATen/record_function.h>
+#include <Python.h>
+#include <profkit/profkit.h>
+
+#include "_torch_module_call.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace {
+
+std::mutex g_mutex;                       // guards the handles and flags below
+at::CallbackHandle g_callback = 0;        // operators, registered with torch while armed
+at::CallbackHandle g_range_callback = 0;  // user ranges, likewise
+uint64_t g_listener = 0;                  // profkit state listener while installed
+bool g_want_shapes = false;               // what the next arm() asks torch for
+std::atomic<bool> g_shapes{false};        // what the armed callback records
+std::atomic<pk_name_id> g_shapes_key{0};
+
+void append_int(std::string& out, int64_t value) {
+  char digits[24];
+  const auto done = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, done.ptr);
+}
+
+void append_sizes(std::string& out, const at::Tensor& tensor) {
+  out += '[';
+  if (tensor.defined()) {
+    bool first = true;
+    for (const int64_t d : tensor.sizes()) {
+      if (!first) out += ", ";
+      first = false;
+      append_int(out, d);
+    }
+  }
+  out += ']';
+}
+
+// torch.profiler's "Input Dims" layout: "[[2, 3], [3], []]" -- one entry per
+// input, the sizes of a tensor, a list of sizes for a tensor list, [] for
+// anything else.
+const char* input_shapes(const at::RecordFunction& fn) {
+  thread_local std::string out;
+  out.clear();
+  out += '[';
+  bool first = true;
+  for (const c10::IValue& value : fn.inputs()) {
+    if (!first) out += ", ";
+    first = false;
+    if (value.isTensor()) {
+      append_sizes(out, value.toTensor());
+    } else if (value.isTensorList()) {
+      out += '[';
+      bool first_tensor = true;
+      for (const at::Tensor& t : value.toTensorList().vec()) {
+        if (!first_tensor) out += ", ";
+        first_tensor = false;
+        append_sizes(out, t);
+      }
+      out += ']';
+    } else {
+      out += "[]";
+    }
+  }
+  out += ']';
+  return out.c_str();
+}
+
+// The operator's name id without hashing the whole name. Two per-thread
+// caches, both checked against the interned text (strcmp), so a stale entry
+// can never give a wrong id:
+// - by address: dispatcher operators -- nearly every event -- name
+//   themselves with their schema's string, whose address is fixed;
+// - by length and first and last 8 bytes: names built per call, such as the
+//   autograd engine's "autograd::engine::evaluate_function: MmBackward0"
+//   (a new std::string each time, which all share a long prefix).
+// Only a name new to the thread interns it (profkit's lock).
+struct NameSlot {
+  uintptr_t key;
+  const char* text;  // profkit's interned copy: lives as long as the process
+  pk_name_id id;
+};
+constexpr size_t kNameSlots = 512;
+struct NameCache {
+  NameSlot by_address[kNameSlots];
+  NameSlot by_content[kNameSlots];
+};
+
+uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uintptr_t content_key(const char* name) {
+  const size_t n = std::strlen(name);
+  uint64_t head = 0;
+  uint64_t tail = 0;
+  if (n >= 8) {
+    head = load8(name);
+    tail = load8(name + n - 8);
+  } else {
+    std::memcpy(&head, name, n);
+  }
+  const uint64_t mixed = (head * 0x9E3779B97F4A7C15ull) ^ (tail * 0xC2B2AE3D27D4EB4Full) ^ n;
+  return static_cast<uintptr_t>(mixed ^ (mixed >> 29)) | 1;  // never 0, the empty key
+}
+
+pk_name_id operator_name_id(const char* name) {
+  thread_local NameCache cache;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(name);
+  NameSlot& by_address = cache.by_address[(address >> 4) % kNameSlots];
+  if (by_address.key == address && std::strcmp(by_address.text, name) == 0) return by_address.id;
+  const uintptr_t key = content_key(name);
+  NameSlot& by_content = cache.by_content[(key >> 7) % kNameSlots];
+  if (by_content.key == key && std::strcmp(by_content.text, name) == 0) {
+    by_address = {address, by_content.text, by_content.id};
+    return by_content.id;
+  }
+  const pk_name_id id = pk_intern(name);
+  const char* text = pk_name_string(id);
+  if (text != nullptr) {
+    by_address = {address, text, id};
+    by_content = {key, text, id};
+  }
+  return id;
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  pk_begin_event(operator_name_id(fn.name()), PK_EVENT_OPERATOR);
+  if (g_shapes.load(std::memory_order_relaxed)) {
+    pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
+  }
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext*) { pk_end_event(); }
+
+// ---- user ranges: torch.profiler.record_function and torch's own ----------------
+// "Optimizer.step#SGD.step" -> an Optimization event "SGD.step" (torch wraps
+// every optimizer step in it); "enumerate(DataLoader)#..." is left out (the
+// Python hook's Dataloader event, which also feeds reader_cost, covers the
+// same fetch); any other range -> a PythonUserDefined event, as torch.profiler
+// shows them. The end callback classifies the same name again, so begins and
+// ends pair without per-range state.
+constexpr char kOptimizerStep[] = "Optimizer.step#";
+constexpr char kDataLoaderNext[] = "enumerate(DataLoader)#";
+
+template <size_t N>
+bool starts_with(const char* text, const char (&prefix)[N]) {
+  return std::strncmp(text, prefix, N - 1) == 0;
+}
+
+std::unique_ptr<at::ObserverContext> on_range_start(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  if (starts_with(name, kDataLoaderNext)) return nullptr;
+  if (starts_with(name, kOptimizerStep)) {
+    pk_begin_event_str(name + sizeof kOptimizerStep - 1, PK_EVENT_OPTIMIZATION);
+  } else {
+    pk_begin_event_str(name, PK_EVENT_PYTHON_USER_DEFINED);
+  }
+  return nullptr;
+}
+
+void on_range_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (starts_with(fn.name(), kDataLoaderNext)) return;
+  // A range ended through a future may end on another thread: its begin
+  // stays open on the first thread (and is left out) rather than closing
+  // some other event here.
+  if (fn.threadId() != at::RecordFunction::currentThreadId()) return;
+  pk_end_event();
+}
+
+// Both under g_mutex.
+void arm() {
+  if (g_callback != 0) return;
+  g_shapes.store(g_want_shapes, std::memory_order_relaxed);
+  // Two callbacks: torch only runs those whose scope matches, so operators
+  // never pay for the user-range check.
+  g_callback = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end)
+                                         .needsInputs(g_want_shapes)
+                                         .scopes({at::RecordScope::FUNCTION}));
+  g_range_callback = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_range_start, on_range_end).scopes({at::RecordScope::USER_SCOPE}));
+}
+
+void disarm() {
+  if (g_callback == 0) return;
+  at::removeCallback(g_callback);
+  at::removeCallback(g_range_callback);
+  g_callback = 0;
+  g_range_callback = 0;
+}
+
+bool is_recording(pk_state state) { return state == PK_STATE_RECORD || state == PK_STATE_RECORD_AND_RETURN; }
+
+// Set in a forked child (a DataLoader worker): the child records nothing
+// through this hook, whatever state it inherited.
+std::atomic<bool> g_forked{false};
+
+// Runs on the thread that changed profkit's state, under profkit's state
+// lock: it only registers or removes the torch callback.
+void on_state(pk_state from, pk_state to, void*) {
+  if (g_forked.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (is_recording(to) && !is_recording(from)) {
+    arm();
+  } else if (!is_recording(to) && is_recording(from)) {
+    disarm();
+  }
+}
+
+PyObject* install(PyObject*, PyObject*) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_listener != 0) Py_RETURN_FALSE;
+    const pk_name_id key = pk_intern("input_shapes");
+    if (key == 0) {
+      PyErr_Format(PyExc_MemoryError, "profkit torch hook: cannot intern a name: %s", pk_last_error());
+      return nullptr;
+    }
+    g_shapes_key.store(key, std::memory_order_relaxed);
+  }
+  // The listener is called at once when profkit is already recording, and it
+  // takes g_mutex: do not hold it here.
+  uint64_t handle = 0;
+  if (pk_add_state_listener(on_state, nullptr, &handle) != PK_OK) {
+    PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_listener = handle;
+  Py_RETURN_TRUE;
+}
+
+PyObject* uninstall(PyObject*, PyObject*) {
+  uint64_t handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    handle = g_listener;
+    g_listener = 0;
+  }
+  // After pk_remove_state_listener returns the listener cannot run again, so
+  // the callback removed below stays removed.
+  const bool removed = handle == 0 || pk_remove_state_listener(handle) == PK_OK;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    disarm();
+  }
+  if (!removed) {
+    PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* set_record_shapes(PyObject*, PyObject* arg) {
+  const int want = PyObject_IsTrue(arg);
+  if (want < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_want_shapes == (want != 0)) Py_RETURN_NONE;
+  g_want_shapes = want != 0;
+  if (g_callback != 0) {  // armed now: torch must learn that inputs are needed
+    disarm();
+    arm();
+  }
+  Py_RETURN_NONE;
+}
+
+// In a child just forked from a process that had the hook installed: drop
+// the torch callbacks without taking g_mutex or profkit's locks (another
+// thread of the parent may have held them at the fork; the child has only
+// the forking thread, so nothing else runs here now).
+PyObject* forget_after_fork(PyObject*, PyObject*) {
+  g_forked.store(true, std::memory_order_relaxed);
+  if (g_callback != 0) at::removeCallback(g_callback);
+  if (g_range_callback != 0) at::removeCallback(g_range_callback);
+  g_callback = 0;
+  g_range_callback = 0;
+  g_listener = 0;  // left registered in the child's engine; on_state ignores it
+  Py_RETURN_NONE;
+}
+
+PyObject* installed(PyObject*, PyObject*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return PyBool_FromLong(g_listener != 0);
+}
+
+PyObject* armed(PyObject*, PyObject*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return PyBool_FromLong(g_callback != 0);
+}
+
+PyMethodDef kMethods[] = {
+    {"install", install, METH_NOARGS,
+     "install() -> bool: follow profkit's state (record operators in every window); False if already installed"},
+    {"uninstall", uninstall, METH_NOARGS, "uninstall(): stop following profkit's state and remove the torch callback"},
+    {"set_record_shapes", set_record_shapes, METH_O,
+     "set_record_shapes(flag): attach operators' input shapes (from the next window, or now if recording)"},
+    {"forget_after_fork", forget_after_fork, METH_NOARGS,
+     "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
+    {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
+    {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
+                       "profkit_torch_hook",
+                       "profkit's native PyTorch hook (see profkit.integrations.torch)",
+                       -1,
+                       kMethods,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_profkit_torch_hook(void) {
+  PyObject* module = PyModule_Create(&kModule);
+  if (module != nullptr && !profkit_torch::add_module_call_type(module)) Py_CLEAR(module);
+  return module;
+}

@@ -1,0 +1,256 @@
+"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp``, ``_torch_module_call.cpp``).
+
+The hook is compiled against the torch installed next to profkit, on first
+use, with ``torch.utils.cpp_extension`` (a C++ compiler and ninja, which the
+``profkit[torch]`` extra installs), so torch is never a build requirement of
+profkit. Each build lands in a cache directory keyed by everything the
+binary depends on::
+
+    $PROFKIT_CACHE_DIR/torch_hook/<key>/profkit_torch_hook.so
+    (default: $XDG_CACHE_HOME/profkit, else ~/.cache/profkit)
+
+where ``<key>`` names the torch version, the Python ABI and the profkit
+version, plus a digest of the hook's source and of the libraries it links
+to, so a changed torch, profkit or source gets its own build and a stale
+binary is never loaded. Later processes load the cached binary directly
+(no compiler, no ninja, a few milliseconds).
+
+Builds are serialized across processes (DataLoader workers, DDP ranks) by an
+exclusive ``flock`` on ``<key>.lock``, which the OS releases if a builder
+dies; a build goes to a private directory renamed into place when complete,
+so a half-built binary is never seen under the final name.
+
+``python -m profkit.integrations.torch --build`` builds ahead of time.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shlex
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Callable, Dict, Iterator, NamedTuple, Optional
+
+from .. import _C
+from .._paths import get_include, get_library
+
+__all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
+
+MODULE_NAME = "profkit_torch_hook"
+_HERE = Path(__file__).parent
+SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_module_call.cpp"]
+HEADERS = [_HERE / "_torch_module_call.h"]
+_BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
+_CFLAGS = ["-O2", "-DNDEBUG"]
+
+
+class NativeBuildError(RuntimeError):
+    """The native hook could not be built or loaded; the message says why and what to do."""
+
+
+class NativeHook(NamedTuple):
+    """A loaded native hook."""
+
+    module: ModuleType  # install / uninstall / set_record_shapes / installed / armed
+    path: Path  # the binary that was loaded
+    built: bool  # True when this call compiled it (False: taken from the cache)
+    build_seconds: float
+
+
+def cache_root() -> Path:
+    """``$PROFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/profkit``, else ``~/.cache/profkit``."""
+    configured = os.environ.get("PROFKIT_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "profkit"
+
+
+def _key(torch: ModuleType) -> str:
+    digest = hashlib.sha256()
+    for source in SOURCES + HEADERS:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    # The binary links to this libprofkit.so and to this torch's libraries
+    # (by SONAME, resolved in the process that already loaded them); a
+    # different install of either gets a different build.
+    for part in (get_library(), os.path.dirname(torch.__file__), torch.__version__, sys.version, *_CFLAGS):
+        digest.update(b"\0" + part.encode())
+    abi = sys.implementation.cache_tag or "py"
+    return f"torch-{torch.__version__}-{abi}-profkit-{_C.version()}-{digest.hexdigest()[:16]}"
+
+
+def build_dir(torch: ModuleType) -> Path:
+    """Where the hook for this torch, Python and profkit is (or will be) cached."""
+    return cache_root() / "torch_hook" / _key(torch)
+
+
+# Loaded in this process, by path: loading again would initialize the module
+# again (a second ModuleCall type over the same C state).
+_loaded: Dict[Path, ModuleType] = {}
+
+
+def _import(path: Path) -> ModuleType:
+    module = _loaded.get(path)
+    if module is not None:
+        return module
+    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path), loader=loader)
+    if spec is None:  # pragma: no cover - only for paths without a known suffix
+        raise ImportError(f"cannot make an import spec for {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    _loaded[path] = module
+    return module
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path, on_wait: Callable[[], None]) -> Iterator[None]:
+    """Holds an exclusive flock on ``lock_path`` (calls ``on_wait`` once if it must wait)."""
+    with open(lock_path, "a+b") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _ninja_on_path() -> Iterator[None]:
+    """torch.utils.cpp_extension runs ``ninja`` from PATH; a venv's pip-installed
+    ninja is not there unless the venv is activated."""
+    if shutil.which("ninja") is not None:
+        yield
+        return
+    try:
+        import ninja  # type: ignore[import-not-found]
+    except ImportError:
+        yield  # cpp_extension says that ninja is missing
+        return
+    saved = os.environ.get("PATH", "")
+    os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + saved
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = saved
+
+
+def _require_tools() -> None:
+    """The two usual reasons a build cannot start, said plainly."""
+    compiler = os.environ.get("CXX", "c++")
+    program = shlex.split(compiler)[0] if compiler.strip() else "c++"
+    if shutil.which(program) is None:
+        raise NativeBuildError(
+            f"no C++ compiler: {program!r} ($CXX, default c++) is not found; install one "
+            "(Debian/Ubuntu: apt-get install g++) or set CXX"
+        )
+    if shutil.which("ninja") is None and importlib.util.find_spec("ninja") is None:
+        raise NativeBuildError("ninja is not installed; pip install ninja (or: pip install 'profkit[torch]')")
+
+
+def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
+    from torch.utils import cpp_extension
+
+    libdir = os.path.dirname(get_library())
+    with _ninja_on_path():
+        return cpp_extension.load(
+            name=MODULE_NAME,
+            sources=[str(source) for source in SOURCES],
+            extra_cflags=_CFLAGS,
+            extra_include_paths=[get_include()],
+            # libprofkit.so by its SONAME: the process already has it loaded
+            # (profkit._C links it), so the hook and Python share one engine.
+            extra_ldflags=[f"-L{libdir}", "-l:libprofkit.so", f"-Wl,-rpath,{libdir}"],
+            build_directory=str(into),
+            verbose=verbose,
+        )
+
+
+def _explain(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    lines = text.splitlines()
+    if len(lines) > 20:  # a compiler's output: the first line and the end say what failed
+        lines = lines[:1] + ["..."] + lines[-15:]
+    return "\n".join(lines)
+
+
+def load(
+    torch: ModuleType, *, verbose: bool = False, notice: Optional[IO[str]] = None, rebuild: bool = False
+) -> NativeHook:
+    """Loads the hook for this torch from the cache, building it there first if needed.
+
+    Args:
+        torch: the imported torch module.
+        verbose: show the compiler's commands and output.
+        notice: where to say that a build starts (it takes seconds); None: stderr.
+        rebuild: build again even when a cached binary exists.
+
+    Raises:
+        NativeBuildError: no compiler, no ninja, a compile error, an unwritable
+            cache directory; the message says which and what to do.
+    """
+    try:
+        final = build_dir(torch)
+    except OSError as e:
+        raise NativeBuildError(
+            f"the native hook's sources are missing from this profkit install ({e}); reinstall profkit"
+        ) from e
+    binary = final / _BINARY
+    if not rebuild and binary.is_file():
+        with contextlib.suppress(ImportError, OSError):  # a damaged file is rebuilt below
+            return NativeHook(_import(binary), binary, False, 0.0)
+    out = sys.stderr if notice is None else notice
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NativeBuildError(
+            f"cannot create the cache directory {final.parent}: {e.strerror or e}; "
+            "set PROFKIT_CACHE_DIR to a writable directory"
+        ) from e
+
+    def say_waiting() -> None:
+        print(f"profkit: waiting for another process building the native PyTorch hook in {final}", file=out)
+
+    with _exclusive(final.parent / (final.name + ".lock"), say_waiting):
+        if not rebuild and binary.is_file():  # built by the process we waited for
+            try:
+                return NativeHook(_import(binary), binary, False, 0.0)
+            except (ImportError, OSError):
+                pass
+        _require_tools()
+        print(
+            f"profkit: compiling the native PyTorch hook for torch {torch.__version__} (first use, about 10 s); "
+            f"cached in {final}",
+            file=out,
+            flush=True,
+        )
+        started = time.perf_counter()
+        scratch = Path(tempfile.mkdtemp(prefix=final.name + ".build-", dir=final.parent))
+        try:
+            try:
+                module = _compile(torch, scratch, verbose)
+            except NativeBuildError:
+                raise
+            except Exception as e:  # cpp_extension raises RuntimeError, OSError, CalledProcessError...
+                raise NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}") from e
+            if final.exists():
+                shutil.rmtree(final)
+            # Complete, or not there at all. The module stays loaded from the
+            # same file (a rename keeps the inode), so no second copy is loaded.
+            os.replace(scratch, final)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        module.__file__ = str(binary)
+        _loaded[binary] = module
+        return NativeHook(module, binary, True, time.perf_counter() - started)

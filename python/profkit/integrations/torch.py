@@ -1,0 +1,370 @@
+"""profkit for PyTorch: operators, passes, optimizer steps and data loading in every window.
+
+    import profkit
+    import profkit.integrations.torch as pk_torch
+
+    pk_torch.enable()                          # or: with pk_torch.enable(): ...
+    with profkit.Profiler(scheduler=(3, 14)) as prof:
+        for x, y in loader:                    # Dataloader events, reader_cost
+            loss = loss_fn(model(x), y)        # Forward; aten operators
+            loss.backward()                    # Backward; autograd's operators
+            optimizer.step()                   # Optimization
+            optimizer.zero_grad()
+            prof.step()
+    prof.summary()
+
+Once enabled, every recording window gets:
+
+- an ``Operator`` event for every aten operator (``aten::addmm``...),
+  including those autograd runs during backward, each inside the autograd
+  engine's range for its node (``autograd::engine::evaluate_function:
+  AddmmBackward0``), nested as they ran; with ``record_shapes`` each
+  carries an ``input_shapes`` argument (``"[[3], [64, 10], [10, 3], [], []]"``);
+- a ``Forward`` event for each top-level module call (``"Net.forward"``),
+  ``Backward`` for ``loss.backward()``, ``Optimization`` for
+  ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
+  fetched from a DataLoader (also counted as reader_cost in the Perf
+  Summary) -- the events the Model summary is made of;
+- a ``PythonUserDefined`` event for each ``torch.profiler.record_function``
+  range (and torch's own, such as ``Optimizer.zero_grad#SGD.zero_grad``).
+
+Operators are recorded by a native hook (a RecordFunction callback calling
+profkit's C ABI) that is compiled against the installed torch on first use
+and cached (see _torch_native.py; ``python -m profkit.integrations.torch
+--build`` builds it ahead of time). It is registered with torch only while a
+window records, so outside windows torch runs exactly as without profkit.
+Where it cannot be built (no C++ compiler or ninja), a pure-Python recorder
+(a TorchDispatchMode: about 5 us per operator instead of a few tenths) takes its place
+after a one-time warning that says why. ``PROFKIT_TORCH_BACKEND=native|python``
+picks one explicitly.
+
+This module imports without torch; enable() and build() raise a clear
+ModuleNotFoundError where torch is not installed.
+
+Thread-safety: enable/disable may be called from any thread (they are
+serialized); profile from one thread as with any Profiler.
+"""
+
+import argparse
+import os
+import sys
+import threading
+import warnings
+from types import ModuleType
+from typing import Any, List, NamedTuple, Optional
+
+from .. import _C, _window_listeners
+from . import torch_distributed
+from .._enums import ProfilerState
+from .._warnings import ProfilerWarning
+
+__all__ = ["enable", "disable", "is_enabled", "backend", "build", "BACKENDS"]
+
+#: The operator recorders: "auto" (native, else python with a warning),
+#: "native" (the compiled RecordFunction hook; an error if it cannot be
+#: built), "python" (the TorchDispatchMode fallback).
+BACKENDS = ("auto", "native", "python")
+_BACKEND_ENV = "PROFKIT_TORCH_BACKEND"
+
+
+class _Options(NamedTuple):
+    record_shapes: Optional[bool]
+    backend: str  # as asked: one of BACKENDS
+
+
+class _Integration:
+    """What enable() set up; disable() takes it all down."""
+
+    def __init__(self, torch: ModuleType, options: _Options) -> None:
+        self.torch = torch
+        self.options = options
+        self.native: Any = None  # the loaded profkit_torch_hook module
+        self.fallback: Any = None  # an OperatorRecorder
+        self.backend = ""
+        self._hooks: Any = None
+        # Whether enable() switched on torch_distributed (so disable() only
+        # undoes what it did, not a user's own torch_distributed.enable()).
+        self.distributed = False
+
+    @property
+    def hooks(self) -> Any:
+        """The Python-level hooks (made once the operator recorder is chosen)."""
+        if self._hooks is None:
+            from ._torch_hooks import PythonHooks
+
+            module_call = getattr(self.native, "ModuleCall", None)
+            self._hooks = PythonHooks(self.torch, module_call, optimizer_steps=self.native is None)
+        return self._hooks
+
+
+_lock = threading.RLock()
+_current: Optional[_Integration] = None
+_fallback_warned = False
+_native_failure: Optional[str] = None  # why the native hook could not be built in this process
+_fork_handler_registered = False
+
+
+def _import_torch(what: str) -> ModuleType:
+    try:
+        import torch
+    except ImportError as e:
+        raise ModuleNotFoundError(
+            f"profkit.integrations.torch.{what}(): PyTorch is not installed here ({e}). Install it "
+            "(`pip install torch`, or `pip install 'profkit[torch]'` for torch and the native hook's "
+            "build tool), then call it again.",
+            name="torch",
+        ) from e
+    return torch
+
+
+def _resolve_backend(asked: str) -> str:
+    if not isinstance(asked, str) or asked not in BACKENDS:
+        raise ValueError(f"profkit.integrations.torch.enable(): backend must be one of {BACKENDS}, not {asked!r}")
+    if asked != "auto":
+        return asked
+    configured = os.environ.get(_BACKEND_ENV, "auto").strip().lower() or "auto"
+    if configured not in BACKENDS:
+        raise ValueError(f"${_BACKEND_ENV} must be one of {BACKENDS}, not {configured!r}")
+    return configured
+
+
+class _Enabled:
+    """enable()'s return value: ``with enable(...):`` restores the previous setting on exit."""
+
+    def __init__(self, previous: Optional[_Options]) -> None:
+        self._previous = previous
+
+    def __enter__(self) -> "_Enabled":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is None:
+            disable()
+        else:
+            enable(record_shapes=self._previous.record_shapes, backend=self._previous.backend)
+
+    def __repr__(self) -> str:
+        return f"<profkit.integrations.torch enabled ({backend()})>"
+
+
+def enable(*, record_shapes: Optional[bool] = None, backend: str = "auto") -> _Enabled:
+    """Records PyTorch's operators, passes, optimizer steps and data loading in every window.
+
+    Args:
+        record_shapes: attach input shapes to operators. None (default):
+            follow each Profiler's ``record_shapes``.
+        backend: "auto" (default; ``$PROFKIT_TORCH_BACKEND`` may pick),
+            "native" or "python" -- see BACKENDS.
+
+    Returns:
+        A context manager: ``with enable(): ...`` disables again (or
+        restores the earlier options) on exit. Calling enable() alone keeps
+        it on until disable(). Calling it again changes the options.
+
+    Raises:
+        ModuleNotFoundError: torch is not installed.
+        ValueError: an unknown backend.
+        RuntimeError: backend="native" and the hook cannot be built or loaded.
+    """
+    global _current
+    if record_shapes is not None and not isinstance(record_shapes, bool):
+        raise TypeError(
+            f"profkit.integrations.torch.enable(): record_shapes must be a bool or None, not {record_shapes!r}"
+        )
+    chosen = _resolve_backend(backend)
+    torch = _import_torch("enable")
+    with _lock:
+        previous = _current.options if _current is not None else None
+        options = _Options(record_shapes, backend)
+        if _current is not None and chosen in ("auto", _current.backend):
+            _current.options = options  # same recorder: new options only
+            _follow_window(_current, _active_profiler())
+            return _Enabled(previous)
+        integration = _Integration(torch, options)
+        _choose_operator_recorder(integration, chosen)  # may build; raises before anything changes
+        if _current is not None:
+            _teardown(_current)
+            _current = None
+        try:
+            if integration.native is not None:
+                integration.native.install()
+            integration.hooks.install()
+            if torch.distributed.is_available() and not torch_distributed.is_enabled():
+                torch_distributed.enable()  # collectives as Communication events
+                integration.distributed = True
+        except BaseException:
+            _teardown(integration)
+            raise
+        _window_listeners.add(_on_window)
+        _current = integration
+        _register_fork_handler()
+        _follow_window(integration, _active_profiler())
+        return _Enabled(previous)
+
+
+def disable() -> None:
+    """Removes every hook enable() installed; torch runs as without profkit. Idempotent."""
+    global _current
+    with _lock:
+        if _current is not None:
+            _teardown(_current)
+            _current = None
+
+
+def is_enabled() -> bool:
+    """Whether enable() is in effect."""
+    return _current is not None
+
+
+def backend() -> Optional[str]:
+    """The operator recorder in use: "native", "python", or None when not enabled."""
+    current = _current
+    return current.backend if current is not None else None
+
+
+def build(*, rebuild: bool = False, verbose: bool = False) -> str:
+    """Builds the native hook into its cache now (if not cached yet) and returns its path.
+
+    Raises:
+        ModuleNotFoundError: torch is not installed.
+        RuntimeError: it cannot be built; the message says why.
+    """
+    from . import _torch_native
+
+    torch = _import_torch("build")
+    return str(_torch_native.load(torch, verbose=verbose, rebuild=rebuild).path)
+
+
+# ---- internals --------------------------------------------------------------------
+def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
+    global _fallback_warned, _native_failure
+    # "auto" tries to build once per process; "native" tries every time.
+    if chosen == "native" or (chosen == "auto" and _native_failure is None):
+        from . import _torch_native
+
+        try:
+            native = _torch_native.load(integration.torch)
+        except _torch_native.NativeBuildError as e:
+            _native_failure = str(e)
+            if chosen == "native":
+                raise
+        else:
+            integration.native = native.module
+            integration.backend = "native"
+            return
+    if chosen == "auto" and not _fallback_warned:
+        _fallback_warned = True
+        warnings.warn(
+            f"profkit: the native PyTorch hook is not available ({_native_failure}); recording operators with "
+            "the pure-Python fallback, which adds about 5 us per operator instead of a few tenths. Install a "
+            "C++ compiler and ninja (`pip install ninja`) to get the native hook.",
+            ProfilerWarning,
+            stacklevel=4,
+        )
+    from ._torch_fallback import OperatorRecorder
+
+    integration.fallback = OperatorRecorder(integration.torch)
+    integration.backend = "python"
+
+
+def _teardown(integration: _Integration) -> None:
+    _window_listeners.remove(_on_window)
+    if integration.distributed:
+        torch_distributed.disable()
+        integration.distributed = False
+    if integration.native is not None:
+        integration.native.uninstall()
+    if integration.fallback is not None:
+        integration.fallback.window(False)
+    integration.hooks.uninstall()
+
+
+def _active_profiler() -> Any:
+    from .. import profiler as profiler_module
+
+    return profiler_module._active
+
+
+def _record_shapes(integration: _Integration, profiler: Any) -> bool:
+    if integration.options.record_shapes is not None:
+        return integration.options.record_shapes
+    return bool(getattr(profiler, "record_shapes", False))
+
+
+def _follow_window(integration: _Integration, profiler: Any, state: Optional[ProfilerState] = None) -> None:
+    """Puts the window-only hooks in the shape ``state`` needs (default: the engine's state now)."""
+    recording = _C.is_recording() if state is None else state.is_recording
+    shapes = _record_shapes(integration, profiler)
+    if integration.native is not None:
+        integration.native.set_record_shapes(shapes)  # read when the callback is armed
+    if integration.fallback is not None:
+        integration.fallback.window(recording, shapes)
+    integration.hooks.window(recording)
+
+
+def _on_window(profiler: Any, state: ProfilerState) -> None:
+    with _lock:
+        if _current is not None:
+            _follow_window(_current, profiler, state)
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (a DataLoader worker) records nothing of its own: its copy
+    # of the hooks goes, so workers run torch unhooked. Only the native hook's
+    # fork-safe exit is used, which takes no lock another thread of the parent
+    # might have held at the fork; the Python hooks are plain attribute
+    # restores.
+    global _current, _lock
+    _lock = threading.RLock()
+    integration, _current = _current, None
+    if integration is None:
+        return
+    _window_listeners.remove(_on_window)
+    if integration.native is not None:
+        integration.native.forget_after_fork()
+    if integration.fallback is not None:
+        integration.fallback.window(False)
+    integration.hooks.uninstall()
+
+
+def _register_fork_handler() -> None:
+    global _fork_handler_registered
+    if not _fork_handler_registered and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _fork_handler_registered = True
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m profkit.integrations.torch --build``: build the native hook ahead of time."""
+    parser = argparse.ArgumentParser(
+        prog="python -m profkit.integrations.torch",
+        description="Build profkit's native PyTorch hook into its cache (it is otherwise built on first use).",
+    )
+    parser.add_argument("--build", action="store_true", help="build the hook (or find it in the cache)")
+    parser.add_argument("--rebuild", action="store_true", help="build it again even if cached")
+    parser.add_argument("--verbose", action="store_true", help="show the compiler's commands and output")
+    parser.add_argument("--where", action="store_true", help="print where the hook is cached, build nothing")
+    args = parser.parse_args(argv)
+    if not (args.build or args.rebuild or args.where):
+        parser.print_help()
+        return 2
+    from . import _torch_native
+
+    try:
+        torch = _import_torch("build")
+        if args.where:
+            print(_torch_native.build_dir(torch))
+            return 0
+        hook = _torch_native.load(torch, verbose=args.verbose, rebuild=args.rebuild)
+    except (ModuleNotFoundError, RuntimeError) as e:
+        print(f"profkit: {e}", file=sys.stderr)
+        return 1
+    if hook.built:
+        print(f"profkit: native PyTorch hook built in {hook.build_seconds:.1f} s: {hook.path}")
+    else:
+        print(f"profkit: native PyTorch hook already built: {hook.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,405 @@
+"""profkit.integrations.torch with the native hook: what a window records, and what it leaves alone."""
+
+import collections
+import importlib.util
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test.sh installs the CPU build)")
+
+import profkit  # noqa: E402
+from profkit import ProfilerState, TracerEventType  # noqa: E402
+
+from torch_helpers import (  # noqa: E402
+    TinyNet,
+    enclosing_names,
+    enclosing_types,
+    events_of,
+    make_loader,
+    names_of_type,
+    train,
+)
+
+nn = torch.nn
+OPERATOR = int(TracerEventType.Operator)
+FORWARD = int(TracerEventType.Forward)
+BACKWARD = int(TracerEventType.Backward)
+OPTIMIZATION = int(TracerEventType.Optimization)
+DATALOADER = int(TracerEventType.Dataloader)
+PROFILE_STEP = int(TracerEventType.ProfileStep)
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+# ---- what gets recorded ------------------------------------------------------------
+def test_operators_of_forward_and_backward_are_recorded(pk_torch):
+    pk_torch.enable()
+    assert pk_torch.backend() == "native"
+    events = events_of(train(make_loader()))
+    operators = collections.Counter(names_of_type(events, OPERATOR))
+    steps = 3
+    # forward: conv2d -> convolution, linear -> addmm
+    assert operators["aten::convolution"] == steps and operators["aten::addmm"] == steps
+    # backward: the operators autograd runs, and its nodes
+    assert operators["aten::convolution_backward"] == steps
+    assert operators["aten::mm"] >= steps  # AddmmBackward0's matrix products
+    # each inside the autograd engine's range for its node, which names it
+    for node in ("AddmmBackward0", "ConvolutionBackward0"):
+        assert operators["autograd::engine::evaluate_function: " + node] == steps
+        assert operators[node] == 0  # the node's own range spans the same work: left out (cost)
+    around_mm = enclosing_names(events, "aten::convolution_backward")
+    assert all("autograd::engine::evaluate_function: ConvolutionBackward0" in names for names in around_mm)
+    # torch's own profiler bookkeeping is never reported by RecordFunction
+    assert not [n for n in operators if n.startswith("profiler::")]
+
+
+def test_model_events_and_their_nesting(pk_torch):
+    pk_torch.enable()
+    prof = train(make_loader(n=12, batch_size=4))
+    events = events_of(prof)
+    by_type = collections.Counter(int(t) for t in events["type"])
+    # 3 batches: the model and the loss module are the two top-level module calls
+    assert names_of_type(events, FORWARD) == ["TinyNet.forward", "CrossEntropyLoss.forward"] * 3
+    assert names_of_type(events, BACKWARD) == ["backward"] * 3
+    assert names_of_type(events, OPTIMIZATION) == ["SGD.step"] * 3
+    # three batches, and the fetch that finds the loader exhausted
+    assert names_of_type(events, DATALOADER) == ["DataLoader.__next__"] * 4
+    assert by_type[PROFILE_STEP] == 4
+    # operators sit inside the passes that ran them, all inside steps
+    assert all({FORWARD, PROFILE_STEP} <= around for around in enclosing_types(events, "aten::convolution"))
+    assert all({BACKWARD, PROFILE_STEP} <= around for around in enclosing_types(events, "aten::convolution_backward"))
+    assert all(OPTIMIZATION in around for around in enclosing_types(events, "aten::_foreach_add_"))
+    assert all(around == {PROFILE_STEP} for around in enclosing_types(events, "TinyNet.forward"))
+    # submodules are inside the top-level Forward, not events of their own
+    assert "Sequential.forward" not in set(events["name"]) and "Conv2d.forward" not in set(events["name"])
+
+
+def test_model_summary_and_reader_cost_come_from_the_hooks(pk_torch):
+    pk_torch.enable()
+    prof = train(make_loader())
+    model = prof.profiler_result.summary_data(views=profkit.SummaryView.ModelView)["ModelView"]
+    rows = {row[0].strip(): row for row in model.rows}
+    assert {"ProfileStep", "Dataloader", "Forward", "Backward", "Optimization"} <= set(rows)
+    assert rows["Forward"][1] == 6 and rows["Backward"][1] == 3 and rows["Optimization"][1] == 3
+    assert prof.perf_summary.reader_cost.max > 0  # batch fetches counted as reader_cost
+
+
+def test_record_function_ranges_and_torchs_own(pk_torch):
+    pk_torch.enable()
+    model = TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        with torch.profiler.record_function("my_block"):
+            model(torch.randn(2, 1, 6, 6)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    events = events_of(prof)
+    user = names_of_type(events, int(TracerEventType.PythonUserDefined))
+    assert user == ["my_block", "Optimizer.zero_grad#SGD.zero_grad"]
+    assert names_of_type(events, OPTIMIZATION) == ["SGD.step"]  # torch's "Optimizer.step#SGD.step"
+    assert all(around == {int(TracerEventType.PythonUserDefined), PROFILE_STEP}
+               for around in enclosing_types(events, "TinyNet.forward"))
+
+
+def test_each_thread_has_its_own_top_level_forward(pk_torch):
+    import threading
+
+    pk_torch.enable()
+    model = TinyNet()
+    x = torch.randn(2, 1, 6, 6)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        worker = threading.Thread(target=lambda: model(x))
+        worker.start()
+        worker.join()
+        model(x)
+    events = events_of(prof)
+    forwards = events["type"] == FORWARD
+    assert list(events["name"][forwards]) == ["TinyNet.forward"] * 2
+    assert len(set(events["tid"][forwards])) == 2
+
+
+def test_record_shapes(pk_torch):
+    pk_torch.enable(record_shapes=True)
+    prof = train(make_loader(n=4, batch_size=4))
+    result = prof.profiler_result
+    events, args = result.events, result.event_args
+    shapes = {events["name"][a["event"]]: a["value"] for a in args if a["key"] == "input_shapes"}
+    assert shapes["aten::addmm"] == "[[3], [4, 32], [32, 3], [], []]"  # bias, input, weight, beta, alpha
+    assert shapes["aten::convolution"].startswith("[[4, 1, 6, 6], [2, 1, 3, 3], [2], ")
+
+
+def test_shapes_follow_the_profiler_unless_enable_says(pk_torch):
+    pk_torch.enable()  # record_shapes=None: each Profiler decides
+    with_shapes = train(make_loader(n=4, batch_size=4), record_shapes=True).profiler_result
+    without = train(make_loader(n=4, batch_size=4)).profiler_result
+    assert "input_shapes" in set(with_shapes.event_args["key"])
+    assert "input_shapes" not in set(without.event_args["key"])
+    pk_torch.enable(record_shapes=False)  # enable's word wins over the Profiler's
+    overridden = train(make_loader(n=4, batch_size=4), record_shapes=True).profiler_result
+    assert "input_shapes" not in set(overridden.event_args["key"])
+
+
+# ---- outside windows -------------------------------------------------------------------
+def module_call_is_torchs():
+    return nn.Module.__dict__["__call__"] is nn.Module._wrapped_call_impl
+
+
+def test_hooks_are_armed_only_inside_windows(pk_torch):
+    pk_torch.enable()
+    native = pk_torch._current.native
+    seen = []
+
+    def watch(step):
+        seen.append((native.armed(), module_call_is_torchs()))
+        return ProfilerState.RECORD_AND_RETURN if step == 2 else ProfilerState.CLOSED
+
+    loader = make_loader(n=16, batch_size=4)
+    assert not native.armed() and module_call_is_torchs()
+    prof = train(loader, scheduler=watch)
+    # the scheduler is asked before each step's state is applied: armed during step 2 only
+    assert seen[:4] == [(False, True), (False, True), (False, True), (True, False)]
+    assert not native.armed() and module_call_is_torchs()
+    assert prof.profiler_result.steps == [2]
+    # events come from step 2 only
+    events = events_of(prof)
+    assert names_of_type(events, FORWARD) == ["TinyNet.forward", "CrossEntropyLoss.forward"]
+
+
+def test_nothing_is_recorded_outside_windows(pk_torch):
+    from profkit import _C
+
+    pk_torch.enable()
+    model = TinyNet()
+    model(torch.randn(2, 1, 6, 6)).sum().backward()
+    _C.set_state(int(ProfilerState.CLOSED.value))
+    assert profkit.ProfilerResult(_C.collect()).events.size == 0
+
+
+# ---- enable / disable ---------------------------------------------------------------------
+def optimizer_hook_count():
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    return len(optimizer_module._global_optimizer_pre_hooks) + len(optimizer_module._global_optimizer_post_hooks)
+
+
+def originals():
+    dataloader = importlib.import_module("torch.utils.data.dataloader")
+    return (torch.autograd.backward, dataloader._BaseDataLoaderIter.__next__, nn.Module.__call__)
+
+
+def test_disable_removes_everything(pk_torch):
+    before = originals()
+    hooks = optimizer_hook_count()
+    pk_torch.enable()
+    native = pk_torch._current.native
+    # the native hook takes optimizer steps from torch's own ranges: no optimizer hooks
+    assert originals()[:2] != before[:2] and optimizer_hook_count() == hooks and native.installed()
+    pk_torch.disable()
+    assert originals() == before and optimizer_hook_count() == hooks
+    assert not native.installed() and not native.armed() and not pk_torch.is_enabled()
+    assert pk_torch.backend() is None
+    events = events_of(train(make_loader()))
+    assert set(int(t) for t in events["type"]) == {PROFILE_STEP}
+
+
+def test_enable_and_disable_are_idempotent(pk_torch):
+    before = originals()
+    hooks = optimizer_hook_count()
+    pk_torch.enable()
+    wrapped = originals()
+    pk_torch.enable()
+    pk_torch.enable(record_shapes=True)
+    assert originals() == wrapped and optimizer_hook_count() == hooks
+    assert torch.autograd.backward.__wrapped__ is before[0]
+    assert names_of_type(events_of(train(make_loader())), BACKWARD) == ["backward"] * 3
+    native = pk_torch._current.native
+    pk_torch.disable()
+    pk_torch.disable()
+    assert originals() == before and optimizer_hook_count() == hooks
+    pk_torch.enable()
+    assert pk_torch._current.native is native  # loaded once per process
+
+
+def test_enable_is_also_a_context_manager(pk_torch):
+    with pk_torch.enable(record_shapes=True):
+        assert pk_torch.is_enabled() and pk_torch._current.options.record_shapes is True
+        with pk_torch.enable(record_shapes=False):
+            assert pk_torch._current.options.record_shapes is False
+        assert pk_torch.is_enabled() and pk_torch._current.options.record_shapes is True
+    assert not pk_torch.is_enabled()
+
+
+def test_bad_options_are_rejected(pk_torch, monkeypatch):
+    with pytest.raises(ValueError, match="backend must be one of"):
+        pk_torch.enable(backend="cuda")
+    with pytest.raises(TypeError, match="record_shapes must be a bool"):
+        pk_torch.enable(record_shapes="yes")
+    monkeypatch.setenv("PROFKIT_TORCH_BACKEND", "fast")
+    with pytest.raises(ValueError, match="PROFKIT_TORCH_BACKEND must be one of"):
+        pk_torch.enable()
+    assert not pk_torch.is_enabled()
+
+
+def test_enable_during_a_window_starts_recording_at_once(pk_torch):
+    model = TinyNet()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        pk_torch.enable()
+        model(torch.randn(2, 1, 6, 6))
+    assert "aten::convolution" in set(events_of(prof)["name"])
+    assert names_of_type(events_of(prof), FORWARD) == ["TinyNet.forward"]
+
+
+# ---- DataLoader workers ----------------------------------------------------------------------
+class ReportsWorkerState(torch.utils.data.Dataset):
+    """Each sample says whether the integration is enabled in the process that made it."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        import profkit.integrations.torch as integration
+
+        x = torch.randn(1, 6, 6) * 2 + 1  # operators in the worker
+        return x, torch.tensor(int(integration.is_enabled()))
+
+
+def test_dataloader_workers_run_unhooked(pk_torch):
+    pk_torch.enable()
+    loader = make_loader(batch_size=2, num_workers=2, dataset=ReportsWorkerState())
+    flags = []
+    model = TinyNet()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for x, enabled_in_worker in loader:
+            flags.extend(enabled_in_worker.tolist())
+            model(x).sum().backward()
+            prof.step()
+    assert flags == [0] * 8  # forked workers dropped the hooks
+    assert pk_torch.is_enabled()  # the parent keeps them
+    events = events_of(prof)
+    assert names_of_type(events, DATALOADER) == ["DataLoader.__next__"] * 5
+    assert names_of_type(events, BACKWARD) == ["backward"] * 4
+
+
+def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
+    pk_torch.enable()
+    native = pk_torch._current.native
+    model = TinyNet()
+    x = torch.randn(2, 1, 6, 6)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        assert native.armed()
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                torch.set_num_threads(1)  # OpenMP's pool does not survive fork (DataLoader workers do the same)
+                model(x).sum().backward()  # torch runs unhooked here
+                report = f"{native.armed()} {pk_torch.is_enabled()} {module_call_is_torchs()}"
+            except BaseException as e:
+                report = f"error {e!r}"
+            os.write(write, report.encode())
+            os._exit(0)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 200).decode()
+        os.close(read)
+        model(x)
+    assert status == 0 and report == "False False True"
+    assert native.armed() is False and pk_torch.is_enabled()  # the parent keeps its hooks
+    assert names_of_type(events_of(prof), FORWARD) == ["TinyNet.forward"]
+
+
+# ---- the guide's case study --------------------------------------------------------------------
+def load_example():
+    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def dataloader_share(example, tmp_path, workers):
+    args = example.parse_args(
+        ["--steps", "14", "--batch-size", "32", "--slow-data", "1", "--workers", str(workers), "--out", str(tmp_path)]
+    )
+    prof, files = example.train(args)
+    model = prof.profiler_result.summary_data(views=profkit.SummaryView.ModelView)["ModelView"]
+    ratio = model.columns.index("CPU Ratio(%)") if "CPU Ratio(%)" in model.columns else len(model.columns) - 1
+    shares = {row[0].strip(): row[ratio] for row in model.rows}
+    return shares, prof.perf_summary.reader_ratio
+
+
+def test_case_study_slow_data_loading_dominates_until_workers_take_it(pk_torch, tmp_path, capsys):
+    example = load_example()
+    alone, reader_alone = dataloader_share(example, tmp_path / "w0", workers=0)
+    helped, reader_helped = dataloader_share(example, tmp_path / "w2", workers=2)
+    # num_workers=0: loading 32 samples at 1 ms each outweighs each pass of the small CNN
+    assert alone["Dataloader"] > max(alone["Forward"], alone["Backward"], alone["Optimization"])
+    # with workers loading ahead, the loop waits less for data
+    assert helped["Dataloader"] < alone["Dataloader"]
+    assert reader_helped < reader_alone
+
+
+class Fails(nn.Module):
+    def forward(self, x):
+        raise ValueError("bad input")
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_forward_wrapper_survives_exceptions_and_nests_per_thread(pk_torch, backend):
+    pk_torch.enable(backend=backend)
+    model, failing = TinyNet(), nn.Sequential(nn.ReLU(), Fails())
+    x = torch.randn(2, 1, 6, 6)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        wrapper = nn.Module.__dict__["__call__"]
+        with pytest.raises(ValueError, match="bad input"):
+            failing(x)
+        model(x)  # the failed call left no nesting behind: this one is top-level again
+    assert type(wrapper).__name__ == ("ModuleCall" if backend == "native" else "function")
+    assert wrapper.__wrapped__ is nn.Module._wrapped_call_impl
+    assert names_of_type(events_of(prof), FORWARD) == ["Sequential.forward", "TinyNet.forward"]
+
+
+def test_a_window_opened_on_the_engine_directly_gets_all_but_forward(pk_torch):
+    from profkit import _C
+
+    pk_torch.enable()
+    model = TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    _C.set_state(int(ProfilerState.RECORD.value))  # not through a Profiler: no window listener runs
+    for x, y in make_loader(n=4, batch_size=4):
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    _C.set_state(int(ProfilerState.CLOSED.value))
+    events = profkit.ProfilerResult(_C.collect()).events
+    types = {TracerEventType(int(t)).name for t in events["type"]}
+    assert types == {"Operator", "Backward", "Optimization", "Dataloader"}
+
+
+# ---- torch.distributed comes along ------------------------------------------------
+
+
+def test_enable_records_collectives_and_disable_undoes_only_its_own(pk_torch):
+    from profkit.integrations import torch_distributed
+
+    dist = torch.distributed
+    assert not torch_distributed.is_enabled()
+    with pk_torch.enable():
+        assert torch_distributed.is_enabled()  # collectives are Communication events
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+                dist.all_reduce(torch.ones(16))
+        finally:
+            dist.destroy_process_group()
+            profkit._C.set_rank(-1, -1)
+    assert not torch_distributed.is_enabled()
+    communication = [str(e["name"]) for e in prof.profiler_result.events
+                     if e["type"] == int(TracerEventType.Communication)]
+    assert communication == ["all_reduce"]
+
+    torch_distributed.enable()  # the user's own: the torch integration leaves it on
+    try:
+        with pk_torch.enable():
+            pass
+        assert torch_distributed.is_enabled()
+    finally:
+        torch_distributed.disable()

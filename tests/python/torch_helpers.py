@@ -1,0 +1,69 @@
+"""A tiny PyTorch training loop under profkit, and ways to look at what it recorded (for the torch tests)."""
+
+import torch
+
+import profkit
+
+nn = torch.nn
+
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.head = nn.Sequential(nn.ReLU(), nn.Flatten(), nn.Linear(2 * 4 * 4, 3))
+
+    def forward(self, x):
+        return self.head(self.conv(x))
+
+
+def make_loader(n=12, batch_size=4, num_workers=0, dataset=None):
+    if dataset is None:
+        dataset = torch.utils.data.TensorDataset(torch.randn(n, 1, 6, 6), torch.randint(0, 3, (n,)))
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
+
+
+def train(loader, scheduler=None, record_shapes=False, model=None):
+    """Trains under a Profiler; returns it (its last window is prof.profiler_result)."""
+    torch.manual_seed(0)
+    model = model or TinyNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.CrossEntropyLoss()
+    prof = profkit.Profiler(scheduler=scheduler, on_trace_ready=lambda p: None, record_shapes=record_shapes)
+    with prof:
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            prof.step(num_samples=len(y))
+    return prof
+
+
+def events_of(prof):
+    return prof.profiler_result.events
+
+
+def names_of_type(events, event_type):
+    return [n for n, t in zip(events["name"], events["type"]) if t == event_type]
+
+
+def ancestors(events, index):
+    parent = events["parent"][index]
+    while parent >= 0:
+        yield parent
+        parent = events["parent"][parent]
+
+
+def enclosing_types(events, name):
+    """For each event called `name`: the set of types of the events around it."""
+    return [
+        {int(events["type"][a]) for a in ancestors(events, i)} for i in range(len(events)) if events["name"][i] == name
+    ]
+
+
+def enclosing_names(events, name):
+    """For each event called `name`: the set of names of the events around it."""
+    return [
+        {events["name"][a] for a in ancestors(events, i)} for i in range(len(events)) if events["name"][i] == name
+    ]
