@@ -32,7 +32,6 @@ import os
 import shlex
 import shutil
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
