@@ -30,6 +30,14 @@ void require_result(const pk_result* r, const char* function) {
   }
 }
 
+// Rejects an index past the end of a table, saying how long the table is.
+void require_index(size_t index, size_t size, const char* function, const char* what) {
+  if (index >= size) {
+    throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": index " + std::to_string(index) +
+                                                      " is out of range (" + std::to_string(size) + " " + what + ")");
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -165,11 +173,7 @@ PK_API size_t pk_result_thread_count(const pk_result* r) noexcept {
 PK_API pk_status pk_result_get_thread(const pk_result* r, size_t index, pk_thread_info* out) noexcept {
   return guarded("pk_result_get_thread", [&] {
     require_result(r, "pk_result_get_thread");
-    if (index >= r->impl->threads.size()) {
-      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, "pk_result_get_thread: index " + std::to_string(index) +
-                                                        " is out of range (" + std::to_string(r->impl->threads.size()) +
-                                                        " threads)");
-    }
+    require_index(index, r->impl->threads.size(), "pk_result_get_thread", "threads");
     const profkit::ThreadRecord& t = r->impl->threads[index];
     pk_thread_info info{};
     info.tid = t.tid;
@@ -211,11 +215,7 @@ PK_API size_t pk_result_device_count(const pk_result* r) noexcept {
 PK_API pk_status pk_result_get_device(const pk_result* r, size_t index, pk_device_info* out) noexcept {
   return guarded("pk_result_get_device", [&] {
     require_result(r, "pk_result_get_device");
-    if (index >= r->impl->devices.size()) {
-      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, "pk_result_get_device: index " + std::to_string(index) +
-                                                        " is out of range (" + std::to_string(r->impl->devices.size()) +
-                                                        " devices)");
-    }
+    require_index(index, r->impl->devices.size(), "pk_result_get_device", "devices");
     const profkit::DeviceInfo& d = r->impl->devices[index];
     pk_device_info info{};
     info.id = d.id;
@@ -247,10 +247,7 @@ PK_API pk_status pk_result_metadata(const pk_result* r, size_t index, const char
     require_result(r, "pk_result_metadata");
     require(key, "pk_result_metadata", "key");
     require(value, "pk_result_metadata", "value");
-    if (index >= r->impl->metadata.size()) {
-      throw profkit::Error(PK_ERR_INVALID_ARGUMENT,
-                           "pk_result_metadata: index " + std::to_string(index) + " is out of range");
-    }
+    require_index(index, r->impl->metadata.size(), "pk_result_metadata", "metadata entries");
     *key = r->impl->metadata[index].first.c_str();
     *value = r->impl->metadata[index].second.c_str();
   });
