@@ -14,6 +14,8 @@ import os
 import socket
 from typing import TYPE_CHECKING, List, Optional
 
+from . import _rank
+
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
 
@@ -23,26 +25,17 @@ CHROME_SUFFIX = ".trace.json"
 PKTRACE_SUFFIX = ".pktrace"
 
 
-def _env_rank() -> Optional[int]:
-    value = os.environ.get("RANK")
-    if value is None:
-        return None
-    try:
-        rank = int(value)
-    except ValueError:
-        return None
-    return rank if rank >= 0 else None
-
-
 def default_worker_name(rank: Optional[int] = None) -> str:
     """``host_{hostname}pid_{pid}``, plus ``rank_{r}`` when a rank is known.
 
-    The rank is ``rank`` when given (>= 0), else the ``RANK`` environment
-    variable (torchrun, paddle.distributed.launch and most launchers set it).
+    The rank is ``rank`` when given (>= 0), else what ``_rank.detect_rank``
+    finds: torch.distributed's when initialized, else the ``RANK``
+    environment variable (torchrun and most launchers set it).
     """
     name = f"host_{socket.gethostname()}pid_{os.getpid()}"
     if rank is None or rank < 0:
-        rank = _env_rank()
+        found = _rank.detect_rank()
+        rank = found[0] if found is not None else None
     if rank is not None:
         name += f"rank_{rank}"
     return name

@@ -1,14 +1,13 @@
 """Summary tables from Python: the engine computes them from a real run;
 profkit._summary checks arguments and shapes the rows as data."""
 
-import enum
 import sys
 import threading
 import time
 
 import pytest
 
-from profkit import _C, _summary
+from profkit import SortedKeys, SummaryView, _C, _summary
 
 CLOSED, RECORD = 0, 2
 OPERATOR, USER_DEFINED, PYTHON_USER_DEFINED = 0, 7, 14
@@ -16,29 +15,6 @@ OPERATOR, USER_DEFINED, PYTHON_USER_DEFINED = 0, 7, 14
 SLEEP_A = 0.02
 SLEEP_B = 0.01
 STEPS = 3
-
-
-class SortedKeys(enum.Enum):  # what profkit's public enum looks like
-    CPUTotal = 0
-    CPUAvg = 1
-    CPUMax = 2
-    CPUMin = 3
-    GPUTotal = 4
-    GPUAvg = 5
-    GPUMax = 6
-    GPUMin = 7
-
-
-class SummaryView(enum.Enum):
-    DeviceView = 0
-    OverView = 1
-    ModelView = 2
-    DistributedView = 3
-    KernelView = 4
-    OperatorView = 5
-    MemoryView = 6
-    MemoryManipulationView = 7
-    UDFView = 8
 
 
 def record_sleeps():
