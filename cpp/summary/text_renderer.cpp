@@ -1,5 +1,7 @@
 #include "summary/text_renderer.h"
 
+#include "common/utf8.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -11,43 +13,13 @@ namespace {
 
 constexpr size_t kGap = 2;  // spaces between columns
 
-// Length of the valid UTF-8 sequence at `s[i]`, or 0 if it is not one.
-size_t utf8_sequence(std::string_view s, size_t i) noexcept {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid.
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
-  return n;
-}
-
 // Printable text: control characters and invalid UTF-8 become '?'.
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    const size_t n = utf8_sequence(text, i);
+    const size_t n = utf8_sequence_length(text, i);
     if (n == 0 || c < 0x20 || c == 0x7F) {
       out += '?';
       i += 1;

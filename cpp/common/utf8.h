@@ -1,0 +1,16 @@
+// UTF-8 validation shared by everything that prints names from untrusted
+// callers (Chrome JSON escaping, summary text).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace profkit {
+
+// Length of the valid UTF-8 sequence starting at s[i] (1 for ASCII), or 0 if
+// the bytes there are not one: overlong forms, surrogates, code points past
+// U+10FFFF and sequences cut short are all invalid.
+size_t utf8_sequence_length(std::string_view s, size_t i) noexcept;
+
+}  // namespace profkit
