@@ -50,8 +50,6 @@ const ClockInit g_clock_init;
 
 }  // namespace
 
-bool clock_uses_tsc() noexcept { return clock_detail::g_use_tsc; }
-
 ClockAnchor take_clock_anchor() noexcept {
   if (!clock_detail::g_use_tsc) {
     const uint64_t ns = monotonic_ns();
@@ -72,8 +70,6 @@ ClockAnchor take_clock_anchor() noexcept {
   }
   return best;
 }
-
-ClockAnchor load_time_anchor() noexcept { return g_load_anchor; }
 
 TickConverter::TickConverter(ClockAnchor first, ClockAnchor last) noexcept
     : first_(first), tsc_(clock_detail::g_use_tsc) {

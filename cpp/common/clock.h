@@ -49,9 +49,6 @@ PK_ALWAYS_INLINE uint64_t read_ticks() noexcept {
   return monotonic_ns();
 }
 
-// Whether ticks are TSC cycles (true) or already nanoseconds (false).
-bool clock_uses_tsc() noexcept;
-
 // A simultaneous reading of ticks and CLOCK_MONOTONIC.
 struct ClockAnchor {
   uint64_t ticks = 0;
@@ -60,9 +57,6 @@ struct ClockAnchor {
 
 // Takes the tightest of a few (ticks, ns) readings.
 ClockAnchor take_clock_anchor() noexcept;
-
-// The anchor taken when the library loaded; every tick ever read is later.
-ClockAnchor load_time_anchor() noexcept;
 
 // Converts ticks to ns by interpolating between two anchors.
 class TickConverter {
@@ -77,8 +71,6 @@ class TickConverter {
     const double delta = static_cast<double>(static_cast<int64_t>(ticks - first_.ticks));
     return first_.ns + static_cast<uint64_t>(static_cast<int64_t>(delta * ns_per_tick_));
   }
-
-  double ns_per_tick() const noexcept { return ns_per_tick_; }
 
  private:
   ClockAnchor first_;
