@@ -54,6 +54,36 @@ def test_operators_of_forward_and_backward_are_recorded(pk_torch):
     assert not [n for n in operators if n.startswith("profiler::")]
 
 
+def _define_op(namespace, op_name, fn):
+    """A custom operator defined at run time (the dispatcher registers it); returns (library, op)."""
+    library = torch.library.Library(namespace, "DEF")
+    library.define(f"{op_name}(Tensor x) -> Tensor")
+    library.impl(op_name, fn, "CompositeExplicitAutograd")
+    return library, getattr(getattr(torch.ops, namespace), op_name)
+
+
+def test_operators_registered_and_removed_at_run_time_keep_their_own_names(pk_torch):
+    # The hook trusts a cached operator-name address only until the dispatcher
+    # registers or removes an operator; a name freed with its operator, its
+    # memory reused by the next one, must not lend the next one its name.
+    pk_torch.enable()
+    x = torch.randn(3)
+    recorded = collections.Counter()
+    for round_ in range(6):
+        namespace = f"pk_test_rt{round_}"
+        op_name = "first_op" if round_ % 2 == 0 else "second_op"
+        library, op = _define_op(namespace, op_name, lambda t: t + 1)
+        prof = profkit.Profiler(on_trace_ready=lambda p: None)
+        with prof:
+            op(x)
+            op(x)
+        del op
+        library._destroy()  # the operator and its schema are freed here
+        recorded.update(n for n in names_of_type(events_of(prof), OPERATOR) if n.startswith("pk_test_rt"))
+    expected = {f"pk_test_rt{r}::{'first_op' if r % 2 == 0 else 'second_op'}": 2 for r in range(6)}
+    assert dict(recorded) == expected
+
+
 def test_model_events_and_their_nesting(pk_torch):
     pk_torch.enable()
     prof = train(make_loader(n=12, batch_size=4))

@@ -15,7 +15,8 @@
 // callback of ours at all (and skips RecordFunction entirely when nothing
 // else listens). Inside a window each operator costs RecordFunction's own
 // bookkeeping plus one pk_begin_event/pk_end_event pair; names go through
-// per-thread caches checked by content (operator_name_id below).
+// per-thread caches (_torch_op_names.h) that, for a dispatcher operator, read
+// neither its name nor profkit's copy.
 //
 // Scopes: FUNCTION -- the dispatcher's operators, plus the autograd engine's
 // "autograd::engine::evaluate_function: AddmmBackward0" range around each
@@ -38,6 +39,7 @@
 #include <profkit/profkit.h>
 
 #include "_torch_module_call.h"
+#include "_torch_op_names.h"
 
 #include <atomic>
 #include <charconv>
@@ -47,6 +49,8 @@
 #include <string>
 
 namespace {
+
+using profkit_torch::operator_name_id;
 
 std::mutex g_mutex;                       // guards the handles and flags below
 at::CallbackHandle g_callback = 0;        // operators, registered with torch while armed
@@ -105,68 +109,8 @@ const char* input_shapes(const at::RecordFunction& fn) {
   return out.c_str();
 }
 
-// The operator's name id without hashing the whole name. Two per-thread
-// caches, both checked against the interned text (strcmp), so a stale entry
-// can never give a wrong id:
-// - by address: dispatcher operators -- nearly every event -- name
-//   themselves with their schema's string, whose address is fixed;
-// - by length and first and last 8 bytes: names built per call, such as the
-//   autograd engine's "autograd::engine::evaluate_function: MmBackward0"
-//   (a new std::string each time, which all share a long prefix).
-// Only a name new to the thread interns it (profkit's lock).
-struct NameSlot {
-  uintptr_t key;
-  const char* text;  // profkit's interned copy: lives as long as the process
-  pk_name_id id;
-};
-constexpr size_t kNameSlots = 512;
-struct NameCache {
-  NameSlot by_address[kNameSlots];
-  NameSlot by_content[kNameSlots];
-};
-
-uint64_t load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-uintptr_t content_key(const char* name) {
-  const size_t n = std::strlen(name);
-  uint64_t head = 0;
-  uint64_t tail = 0;
-  if (n >= 8) {
-    head = load8(name);
-    tail = load8(name + n - 8);
-  } else {
-    std::memcpy(&head, name, n);
-  }
-  const uint64_t mixed = (head * 0x9E3779B97F4A7C15ull) ^ (tail * 0xC2B2AE3D27D4EB4Full) ^ n;
-  return static_cast<uintptr_t>(mixed ^ (mixed >> 29)) | 1;  // never 0, the empty key
-}
-
-pk_name_id operator_name_id(const char* name) {
-  thread_local NameCache cache;
-  const uintptr_t address = reinterpret_cast<uintptr_t>(name);
-  NameSlot& by_address = cache.by_address[(address >> 4) % kNameSlots];
-  if (by_address.key == address && std::strcmp(by_address.text, name) == 0) return by_address.id;
-  const uintptr_t key = content_key(name);
-  NameSlot& by_content = cache.by_content[(key >> 7) % kNameSlots];
-  if (by_content.key == key && std::strcmp(by_content.text, name) == 0) {
-    by_address = {address, by_content.text, by_content.id};
-    return by_content.id;
-  }
-  const pk_name_id id = pk_intern(name);
-  const char* text = pk_name_string(id);
-  if (text != nullptr) {
-    by_address = {address, text, id};
-    by_content = {key, text, id};
-  }
-  return id;
-}
-
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  pk_begin_event(operator_name_id(fn.name()), PK_EVENT_OPERATOR);
+  pk_begin_event(operator_name_id(fn), PK_EVENT_OPERATOR);
   if (g_shapes.load(std::memory_order_relaxed)) {
     pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
   }
@@ -259,6 +203,12 @@ PyObject* install(PyObject*, PyObject*) {
       return nullptr;
     }
     g_shapes_key.store(key, std::memory_order_relaxed);
+    try {
+      profkit_torch::watch_operator_registrations();
+    } catch (const std::exception& e) {
+      PyErr_Format(PyExc_RuntimeError, "profkit torch hook: cannot follow operator registrations: %s", e.what());
+      return nullptr;
+    }
   }
   // The listener is called at once when profkit is already recording, and it
   // takes g_mutex: do not hold it here.

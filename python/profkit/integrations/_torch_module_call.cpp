@@ -25,7 +25,7 @@ struct ModuleCall {
 // "<ModuleClass>.forward": tp_name is the class name for classes defined in
 // Python (every nn.Module).
 void begin_forward(PyObject* module) {
-  thread_local char name[256];
+  char name[256];
   std::snprintf(name, sizeof name, "%s.forward", Py_TYPE(module)->tp_name);
   pk_begin_event_str(name, PK_EVENT_FORWARD);
 }

@@ -1,4 +1,4 @@
-"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp``, ``_torch_module_call.cpp``).
+"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp`` and the two files it uses).
 
 The hook is compiled against the torch installed next to profkit, on first
 use, with ``torch.utils.cpp_extension`` (a C++ compiler and ninja, which the
@@ -46,8 +46,8 @@ __all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
 
 MODULE_NAME = "profkit_torch_hook"
 _HERE = Path(__file__).parent
-SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_module_call.cpp"]
-HEADERS = [_HERE / "_torch_module_call.h"]
+SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_module_call.cpp", _HERE / "_torch_op_names.cpp"]
+HEADERS = [_HERE / "_torch_module_call.h", _HERE / "_torch_op_names.h"]
 _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
 _CFLAGS = ["-O2", "-DNDEBUG"]
 if platform.machine() in ("x86_64", "AMD64"):

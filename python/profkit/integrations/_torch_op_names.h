@@ -1,0 +1,28 @@
+// Operator names -> profkit name ids, for every operator event of the native
+// PyTorch hook. Most events are dispatcher operators, whose names are their
+// schema's string at a fixed address: those are cached by address and
+// trusted without reading the text, for as long as no operator is registered
+// or removed (the dispatcher tells us: watch_operator_registrations). Names
+// built for one call ("autograd::engine::evaluate_function: MmBackward0", a
+// new string each time) are cached by content and checked with strcmp.
+//
+// Thread-safety: operator_name_id runs on any thread; each thread has its own
+// caches (allocated on its first operator, freed when it exits).
+// watch_operator_registrations is called once, with the GIL held.
+#pragma once
+
+#include <ATen/record_function.h>
+#include <profkit/profkit.h>
+
+namespace profkit_torch {
+
+// Follows the dispatcher's operator registrations from now on (idempotent).
+// Until it is called no address is trusted, so every name is looked up by
+// content. Throws what c10 throws.
+void watch_operator_registrations();
+
+// The profkit name id of the operator or range `fn` names; 0 when the name
+// could not be interned (pk_last_error says why).
+pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept;
+
+}  // namespace profkit_torch
