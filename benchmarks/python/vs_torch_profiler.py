@@ -10,7 +10,9 @@ model, the loss, backward, an SGD step) runs in one process under:
   hook, Forward/Backward/Optimization/Dataloader events),
 - profkit enabled but outside a recording window (what it costs between windows),
 - with ``--floor``, an empty RecordFunction callback: what torch itself spends
-  once anything observes its operators, the floor under both profilers.
+  once anything observes its operators, the floor under both profilers; and
+  a callback that only reads the clock at each begin and end: the least any
+  profiler timing operators through RecordFunction can cost.
 
 Configurations are interleaved round by round, in a rotating order (the
 machine may be shared); each round runs ``--steps`` steps per configuration.
@@ -195,25 +197,52 @@ def run_profkit(pk_torch, profkit, run, out_dir):
 
 
 EMPTY_CALLBACK_SOURCE = r"""
-// An at::RecordFunction callback that does nothing: what torch itself spends
-// per operator once any profiler observes operators (the floor under both
-// torch.profiler's overhead and profkit's).
+// at::RecordFunction callbacks for the two reference configurations:
+// - install(False): callbacks that do nothing -- what torch itself spends per
+//   operator once any profiler observes operators (the floor under both
+//   torch.profiler's overhead and profkit's);
+// - install(True): callbacks that only read the clock profkit reads (the TSC
+//   on x86) at each begin and end, into a per-thread ring -- the least any
+//   profiler that times operators through RecordFunction can cost.
 #include <ATen/record_function.h>
 #include <Python.h>
+#include <chrono>
+#include <cstdint>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 namespace {
 at::CallbackHandle handles[2] = {0, 0};
+thread_local uint64_t ring[1024];
+thread_local unsigned next = 0;
+inline uint64_t now() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+#endif
+}
 std::unique_ptr<at::ObserverContext> start(const at::RecordFunction&) { return nullptr; }
 void end(const at::RecordFunction&, at::ObserverContext*) {}
-PyObject* install(PyObject*, PyObject*) {
-  handles[0] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::FUNCTION}));
-  handles[1] = at::addGlobalCallback(at::RecordFunctionCallback(start, end).scopes({at::RecordScope::USER_SCOPE}));
+std::unique_ptr<at::ObserverContext> start_clock(const at::RecordFunction&) {
+  ring[next++ % 1024] = now();
+  return nullptr;
+}
+void end_clock(const at::RecordFunction&, at::ObserverContext*) { ring[next++ % 1024] = now(); }
+PyObject* install(PyObject*, PyObject* clock) {
+  const bool read_clock = PyObject_IsTrue(clock) == 1;
+  for (int k = 0; k < 2; ++k) {
+    const at::RecordScope scope = k == 0 ? at::RecordScope::FUNCTION : at::RecordScope::USER_SCOPE;
+    auto callback = read_clock ? at::RecordFunctionCallback(start_clock, end_clock) : at::RecordFunctionCallback(start, end);
+    handles[k] = at::addGlobalCallback(callback.scopes({scope}));
+  }
   Py_RETURN_NONE;
 }
 PyObject* uninstall(PyObject*, PyObject*) {
   for (auto& h : handles) { if (h) at::removeCallback(h); h = 0; }
   Py_RETURN_NONE;
 }
-PyMethodDef methods[] = {{"install", install, METH_NOARGS, ""}, {"uninstall", uninstall, METH_NOARGS, ""},
+PyMethodDef methods[] = {{"install", install, METH_O, ""}, {"uninstall", uninstall, METH_NOARGS, ""},
                          {nullptr, nullptr, 0, nullptr}};
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "pk_bench_empty_callback", "", -1, methods,
                       nullptr, nullptr, nullptr, nullptr};
@@ -235,8 +264,8 @@ def build_empty_callback(out_dir):
     )
 
 
-def run_empty_callback(empty, run):
-    empty.install()
+def run_empty_callback(empty, run, read_clock=False):
+    empty.install(read_clock)
     try:
         return statistics.median(run(lambda: None)), None
     finally:
@@ -258,7 +287,7 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
 
     names = ("baseline", "torch.profiler", "profkit", "profkit idle")
     if empty is not None:
-        names += ("empty callback",)
+        names += ("empty callback", "clock callback")
     steps = {name: [] for name in names}
     details = {}
     for r in range(args.rounds):
@@ -276,6 +305,8 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
                     pk_torch.disable()
             elif name == "empty callback":
                 step, detail = run_empty_callback(empty, run)
+            elif name == "clock callback":
+                step, detail = run_empty_callback(empty, run, read_clock=True)
             else:
                 pk_torch.enable(backend=args.backend)
                 try:
@@ -331,6 +362,11 @@ def report(f, verbose=False):
         print(
             f"  above torch's own RecordFunction cost (empty callback {floor:+.3f} ms): torch.profiler "
             f"{ov['torch.profiler'] - floor:+.3f} ms, profkit {ov['profkit'] - floor:+.3f} ms, ratio {above:.2f}"
+        )
+        least = ov["clock callback"] / ov["torch.profiler"] if ov["torch.profiler"] > 0 else float("nan")
+        print(
+            f"  the least a RecordFunction-based timing profiler can cost (callbacks that only read the clock): "
+            f"{ov['clock callback']:+.3f} ms, {least:.2f} of torch.profiler's overhead"
         )
     print(f"events: torch.profiler {tp['events']:.0f}, profkit {pk['events']:.0f}")
     print(

@@ -47,7 +47,7 @@ struct NameCache {
   ContentSlot by_content[kSlots] = {};
 };
 
-// Only a pointer lives in thread-local storage (the caches are 20 KiB): a
+// Only a pointer lives in thread-local storage (the caches are 24 KiB): a
 // dlopen'd module with a small TLS block gets static TLS, which a TLS
 // descriptor reads without calling into the dynamic loader.
 thread_local NameCache* t_cache = nullptr;
