@@ -14,27 +14,31 @@ and its duration is added to the reader cost of the step in progress of every
 running Profiler (``step_info()``, the Perf Summary). Mark what the training
 loop waits for, on the loop's thread; loading done ahead by worker threads is
 not reader cost.
+
+The ranges are the engine's (``pk_data_loading_begin``/``end`` in the C ABI),
+so a range marked here and one a framework marks in C around the same fetch
+nest: only the outermost one counts.
 """
 
-import threading
-from typing import Generic, Iterable, Iterator, Optional, TypeVar
+from typing import Dict, Generic, Iterable, Iterator, Optional, TypeVar
 
-from . import timer as _timer
-from ._C import RecordEvent
-from ._enums import TracerEventType
+from . import _C
 
 __all__ = ["dataloader_range", "wrap_dataloader", "DataloaderRange", "WrappedDataloader"]
 
 T = TypeVar("T")
 
-_DATALOADER = int(TracerEventType.Dataloader)
+# Interned event names: a loader wrapper makes one range per batch.
+_name_ids: Dict[str, int] = {}
 
 
-class _Nesting(threading.local):
-    depth = 0  # data-loading ranges open on this thread
-
-
-_nesting = _Nesting()
+def _name_id(name: str) -> int:
+    if not isinstance(name, str):
+        raise TypeError(f"profkit.dataloader_range: name must be a str, not {type(name).__name__}")
+    name_id = _name_ids.get(name)
+    if name_id is None:
+        name_id = _name_ids[name] = _C.intern(name)
+    return name_id
 
 
 class DataloaderRange:
@@ -51,30 +55,17 @@ class DataloaderRange:
         name: the event's name in traces (default ``"Dataloader"``).
     """
 
-    __slots__ = ("_event", "_start", "_outer")
+    __slots__ = ("_name_id",)
 
     def __init__(self, name: str = "Dataloader") -> None:
-        self._event = RecordEvent(name, _DATALOADER)
-        self._start = 0
-        self._outer = False
+        self._name_id = _name_id(name)
 
     def __enter__(self) -> "DataloaderRange":
-        nesting = _nesting
-        self._outer = nesting.depth == 0
-        nesting.depth += 1
-        if self._outer:
-            self._event.begin()
-            self._start = _timer.clock_ns()
+        _C.data_loading_begin(self._name_id)
         return self
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
-        _nesting.depth -= 1
-        if not self._outer:
-            return False
-        elapsed = _timer.clock_ns() - self._start
-        self._event.end()
-        for running in _timer._active_timers:
-            running.add_reader_time(elapsed)
+        _C.data_loading_end()
         return False
 
 

@@ -1,9 +1,12 @@
 """Benchmark mode: step timing, reader cost and throughput (SPEC §7).
 
 Every Profiler runs a StepTimer (with ``timer_only=True`` it is all the
-Profiler does). ``Profiler.step(num_samples)`` closes one step's timing; data
-loading marked with ``profkit.dataloader_range()`` or
-``profkit.wrap_dataloader()`` adds to the step's reader cost.
+Profiler does). ``Profiler.step(num_samples)`` closes one step's timing. A
+step's reader cost is the data loading that ended during it: the engine
+times every outermost data-loading range (``profkit.dataloader_range()``,
+``profkit.wrap_dataloader()``, the PyTorch integration's DataLoader hook, a
+framework's ``pk_data_loading_begin``/``end``) into one process total, and
+the timer reads that total at step boundaries.
 
 Statistics are exact: averages divide by the number of steps they cover,
 max and min are taken over every covered step, and throughput (ips) is total
@@ -11,14 +14,15 @@ samples (or steps) over total batch time. The Perf Summary leaves out the
 first ``warmup_steps`` steps (10, as paddle.profiler) when the run has more
 steps than that, and says so.
 
-Thread-safety: a StepTimer belongs to the thread that drives its Profiler;
-``add_reader_time`` may come from any thread (it is one addition under the
-GIL).
+Thread-safety: a StepTimer belongs to the thread that drives its Profiler.
+Data loading may be marked on any thread; all of it counts.
 """
 
 import time
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
+
+from . import _C
 
 __all__ = ["StepTimer", "PerfSummary", "DEFAULT_WARMUP_STEPS"]
 
@@ -28,25 +32,8 @@ _NS_PER_S = 1e9
 #: The clock of benchmark mode (replaceable in tests).
 clock_ns = time.perf_counter_ns
 
-# The timers of the running Profilers; reader time goes to each of them.
-_active_timers: Tuple["StepTimer", ...] = ()
-
-
-def _register(timer: "StepTimer") -> None:
-    global _active_timers
-    if timer not in _active_timers:
-        _active_timers = _active_timers + (timer,)
-
-
-def _unregister(timer: "StepTimer") -> None:
-    global _active_timers
-    _active_timers = tuple(t for t in _active_timers if t is not timer)
-
-
-def add_reader_time(ns: int) -> None:
-    """Adds ``ns`` of data loading to the current step of every running Profiler."""
-    for timer in _active_timers:
-        timer.add_reader_time(ns)
+#: The process's reader time so far, in ns (replaceable in tests).
+reader_time_ns = _C.reader_time_ns
 
 
 @dataclass(frozen=True)
@@ -113,7 +100,8 @@ class StepTimer:
         self._reader_ns: List[int] = []
         self._samples: List[Optional[int]] = []
         self._step_start = 0
-        self._reader_pending = 0
+        self._reader_mark = 0  # reader_time_ns() when the step in progress began
+        self._reader_pending = 0  # add_reader_time() during the step in progress
         self._info_from = 0  # first step not yet reported by step_info
         self._running = False
 
@@ -131,33 +119,33 @@ class StepTimer:
         self._batch_ns.clear()
         self._reader_ns.clear()
         self._samples.clear()
-        self._reader_pending = 0
         self._info_from = 0
         self._running = True
-        _register(self)
-        self._step_start = clock_ns()
+        self.restart_step()
 
     def stop(self) -> None:
         """Ends the run; the step in progress is not counted."""
         self._running = False
-        _unregister(self)
 
     def add_reader_time(self, ns: int) -> None:
-        """Adds data-loading time to the step in progress."""
+        """Adds data-loading time measured by hand to the step in progress."""
         self._reader_pending += ns
 
     def step(self, num_samples: Optional[int] = None) -> None:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
+        reader_total = reader_time_ns()
         self._batch_ns.append(now - self._step_start)
-        self._reader_ns.append(self._reader_pending)
+        self._reader_ns.append(reader_total - self._reader_mark + self._reader_pending)
         self._samples.append(num_samples)
+        self._reader_mark = reader_total
         self._reader_pending = 0
         self._step_start = now
 
     def restart_step(self) -> None:
         """Restarts the step in progress now (leaves out the profiler's own work, such as on_trace_ready)."""
         self._step_start = clock_ns()
+        self._reader_mark = reader_time_ns()
         self._reader_pending = 0
 
     def step_info(self, unit: Optional[str] = None) -> str:

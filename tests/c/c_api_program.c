@@ -67,6 +67,15 @@ int main(int argc, char** argv) {
   }
   for (t = 0; t < THREADS; ++t) pthread_join(threads[t], NULL);
   CHECK(pk_step(64) == PK_OK); /* ends ProfileStep#0, begins #1 */
+  {
+    /* A framework's data loading (1.5): one Dataloader event, reader time. */
+    const uint64_t reader_before = pk_reader_time_ns();
+    pk_data_loading_begin(pk_intern("DataLoader"));
+    pk_data_loading_begin(pk_intern("inner")); /* part of the outer range */
+    pk_data_loading_end();
+    pk_data_loading_end();
+    CHECK(pk_reader_time_ns() > reader_before);
+  }
   pk_instant_event(pk_intern("checkpoint"), PK_EVENT_USER_DEFINED);
   CHECK(pk_step_end(64) == PK_OK);
   pk_end_event(); /* unmatched: counted, harmless */
@@ -74,14 +83,16 @@ int main(int argc, char** argv) {
 
   CHECK(pk_collect(&result) == PK_OK);
   events = pk_result_host_events(result, &count);
-  /* 3 events per iteration per worker, 2 steps and 1 instant on main. */
-  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 3));
+  /* 3 events per iteration per worker; 2 steps, 1 data loading and 1 instant on main. */
+  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 4));
   CHECK(pk_result_thread_count(result) == THREADS + 1);
   for (i = 0; i < count; ++i) {
     /* Result string ids belong to the result: compare the text. */
     const char* name = pk_result_string(result, events[i].name);
     if (strcmp(name, "aten::relu") == 0) CHECK(events[i].depth == 1);
     if (strcmp(name, "Forward") == 0) CHECK(events[i].depth == 0);
+    if (strcmp(name, "DataLoader") == 0) CHECK(events[i].type == PK_EVENT_DATALOADER);
+    CHECK(strcmp(name, "inner") != 0);
   }
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;

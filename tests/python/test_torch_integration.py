@@ -115,6 +115,63 @@ def test_model_summary_and_reader_cost_come_from_the_hooks(pk_torch):
     assert prof.perf_summary.reader_cost.max > 0  # batch fetches counted as reader_cost
 
 
+class SlowDataset(torch.utils.data.Dataset):
+    """Each item takes 1 ms to load."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        import time
+
+        time.sleep(0.001)
+        return torch.zeros(2), index
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_reader_cost_is_measured_in_every_step_not_only_in_windows(pk_torch, backend):
+    pk_torch.enable(backend=backend)
+    loader = torch.utils.data.DataLoader(SlowDataset(), batch_size=2)
+    with profkit.Profiler(timer_only=True) as prof:  # no window at all
+        for _ in loader:
+            prof.step()
+    reader = prof.perf_summary.reader_cost
+    assert prof.perf_summary.steps == 4
+    assert reader.min >= 0.002  # two 1 ms items per batch
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_wrap_dataloader_around_a_hooked_loader_counts_each_fetch_once(pk_torch, backend):
+    pk_torch.enable(backend=backend)
+    loader = profkit.wrap_dataloader(torch.utils.data.DataLoader(SlowDataset(), batch_size=4), name="wrapped")
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in loader:
+            prof.step()
+    # The user's range is the outermost: the hook's inner range is part of it.
+    assert names_of_type(events_of(prof), DATALOADER) == ["wrapped"] * 3
+    batches = prof._timer._batch_ns
+    assert all(4_000_000 <= r <= b for r, b in zip(prof._timer._reader_ns, batches))
+
+
+def test_native_wrappers_look_like_what_they_wrap(pk_torch):
+    import inspect
+
+    before = inspect.signature(torch.autograd.backward)
+    pk_torch.enable(backend="native")
+    native = pk_torch._current.native
+    backward = torch.autograd.backward
+    assert type(backward).__name__ == "CallRange"
+    assert backward.__name__ == "backward" and backward.__module__ == "torch.autograd"
+    assert backward.__doc__ == backward.__wrapped__.__doc__
+    assert inspect.signature(backward) == before
+    with pytest.raises(ValueError, match="kind must be"):
+        native.CallRange(print, 7, "x")
+    with pytest.raises(ValueError, match="need a name"):
+        native.CallRange(print, native.BACKWARD)
+    with pytest.raises(TypeError, match="callable"):
+        native.CallRange(3, native.FORWARD)
+
+
 def test_record_function_ranges_and_torchs_own(pk_torch):
     pk_torch.enable()
     model = TinyNet()
@@ -383,7 +440,7 @@ def test_forward_wrapper_survives_exceptions_and_nests_per_thread(pk_torch, back
         with pytest.raises(ValueError, match="bad input"):
             failing(x)
         model(x)  # the failed call left no nesting behind: this one is top-level again
-    assert type(wrapper).__name__ == ("ModuleCall" if backend == "native" else "function")
+    assert type(wrapper).__name__ == ("CallRange" if backend == "native" else "function")
     assert wrapper.__wrapped__ is nn.Module._wrapped_call_impl
     assert names_of_type(events_of(prof), FORWARD) == ["Sequential.forward", "TinyNet.forward"]
 

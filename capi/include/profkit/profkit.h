@@ -63,7 +63,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 4
+#define PK_API_VERSION_MINOR 5
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -218,6 +218,26 @@ PK_API uint64_t pk_now_ns(void) PK_NOEXCEPT;
 /* Names the calling thread in traces ("DataLoader worker 0"). Copies the text.
  * Thread-safe. */
 PK_API pk_status pk_set_thread_name(const char* utf8_name) PK_NOEXCEPT;
+
+/* Data loading: what the training loop waits for to get its next batch
+ * (since 1.5). pk_data_loading_begin opens a data-loading range on the
+ * calling thread and pk_data_loading_end closes it. The outermost range on a
+ * thread is timed whether or not profkit records, and its time is added to
+ * the process's reader time; while recording it is also a PK_EVENT_DATALOADER
+ * event named `name` (kept only when it begins and ends in the same recording
+ * window). Ranges opened inside it are part of it: they record nothing and add
+ * no time of their own, so a framework's range and a user's may both mark the
+ * same fetch. An end with no open range is ignored. Cost: two CLOCK_MONOTONIC
+ * reads per outermost range, plus an event pair while recording. Thread-safe;
+ * ranges belong to the calling thread. */
+PK_API void pk_data_loading_begin(pk_name_id name) PK_NOEXCEPT;
+PK_API void pk_data_loading_end(void) PK_NOEXCEPT;
+
+/* The process's reader time: ns spent in outermost data-loading ranges, by
+ * every thread, since the library was loaded. A step's reader cost is the
+ * difference between two reads (benchmark mode reads it at step boundaries).
+ * Thread-safe (since 1.5). */
+PK_API uint64_t pk_reader_time_ns(void) PK_NOEXCEPT;
 
 /* Records an allocation (bytes > 0) or a free (bytes < 0) of `address` on
  * `device` (-1 for host memory), with the allocator's totals after it, for the

@@ -5,11 +5,9 @@ What each records, and where it hooks in:
 - ``Forward`` -- each top-level ``nn.Module`` call on a thread (the model,
   the loss module), named ``"<ModuleClass>.forward"``. Submodule calls are
   inside it and are not events of their own. ``nn.Module.__call__`` is
-  wrapped only while a Profiler records (``window()``), by the native hook's
-  ModuleCall (tens of nanoseconds per call) or, in the fallback, a Python
-  wrapper (about half a microsecond). torch's global module hooks would
-  cost several microseconds on every module call and turn off its fast
-  path, even outside windows.
+  wrapped only while a Profiler records (``window()``). torch's global
+  module hooks would cost several microseconds on every module call and
+  turn off its fast path, even outside windows.
 - ``Backward`` -- each ``torch.autograd.backward`` call, which is what
   ``loss.backward()`` runs, named ``"backward"``.
 - ``Optimization`` -- each ``optimizer.step()``, named
@@ -17,13 +15,15 @@ What each records, and where it hooks in:
   (with the native hook, from torch's own "Optimizer.step#SGD.step" range
   instead, which costs no Python call).
 - ``Dataloader`` -- each batch fetched from a ``torch.utils.data.DataLoader``
-  iterator, named ``"DataLoader.__next__"``, through
-  ``profkit.dataloader_range``: it also adds the fetch time to the reader
-  cost of the running Profilers (``step_info()``, the Perf Summary).
+  iterator, named ``"DataLoader.__next__"``, as a data-loading range of the
+  engine (``pk_data_loading_begin``/``end``): it also adds the fetch time to
+  the reader cost of the running Profilers (``step_info()``, the Perf
+  Summary), inside windows or not.
 
-The last three stay installed while the integration is enabled: each runs
-once per step or batch, and outside windows costs a RecordEvent's idle
-begin/end (well under a microsecond). Ranges are RecordEvents, so one that
+With the native hook every wrapper is its CallRange (in C: tens of
+nanoseconds per call); the fallback uses Python wrappers (half a microsecond
+to a few per call). Backward and Dataloader stay installed while the
+integration is enabled: each runs once per step or batch. A range that
 begins and ends in different windows is left out rather than mismatched.
 ``uninstall()`` restores everything it replaced.
 
@@ -78,20 +78,13 @@ class _Names:
 class PythonHooks:
     """Installs and removes the Python-level hooks of one torch module."""
 
-    def __init__(
-        self,
-        torch: ModuleType,
-        native_module_call: Optional[Callable[[Any], Any]] = None,
-        optimizer_steps: bool = True,
-    ) -> None:
-        """``native_module_call``: the native hook's ModuleCall type, which wraps
-        ``nn.Module.__call__`` in C (a few tens of ns per call instead of about
-        half a microsecond); None: the Python wrapper. ``optimizer_steps``:
-        record Optimization events through optimizer hooks (the native hook
-        records them from torch's "Optimizer.step#..." ranges instead)."""
+    def __init__(self, torch: ModuleType, native: Optional[ModuleType] = None) -> None:
+        """``native``: the loaded native hook, whose CallRange wraps torch's
+        callables in C and whose RecordFunction callback records Optimization
+        from torch's "Optimizer.step#..." ranges; None: Python wrappers and
+        optimizer hooks."""
         self._torch = torch
-        self._native_module_call = native_module_call
-        self._optimizer_steps = optimizer_steps
+        self._native = native
         self._local = _PerThread()
         self._forward_names = _Names(".forward")
         self._step_names = _Names(".step")
@@ -117,7 +110,7 @@ class PythonHooks:
         self._installed = True
         try:
             self._install_backward()
-            if self._optimizer_steps:
+            if self._native is None:
                 self._install_optimizer()
             self._install_dataloader()
         except BaseException:
@@ -143,8 +136,8 @@ class PythonHooks:
             return
         module_class = self._torch.nn.Module
         original = module_class.__call__
-        if self._native_module_call is not None:
-            wrapper = self._native_module_call(original)
+        if self._native is not None:
+            wrapper = self._native.CallRange(original, self._native.FORWARD)
         else:
             wrapper = self._python_module_call(original)
         module_class.__call__ = wrapper
@@ -188,10 +181,14 @@ class PythonHooks:
 
         # Tensor.backward() calls torch.autograd.backward (looked up at call
         # time), so this one wrapper sees both spellings, once each.
-        @functools.wraps(original)
-        def backward(*args: Any, **kwargs: Any) -> Any:
-            with RecordEvent(BACKWARD_EVENT_NAME, _BACKWARD):
-                return original(*args, **kwargs)
+        if self._native is not None:
+            backward = self._native.CallRange(original, self._native.BACKWARD, BACKWARD_EVENT_NAME)
+        else:
+
+            @functools.wraps(original)
+            def backward(*args: Any, **kwargs: Any) -> Any:
+                with RecordEvent(BACKWARD_EVENT_NAME, _BACKWARD):
+                    return original(*args, **kwargs)
 
         autograd.backward = backward
         self._restore.append(lambda: _put_back(autograd, "backward", backward, original))
@@ -224,10 +221,14 @@ class PythonHooks:
 
         # The iterators of every DataLoader (single- and multi-process) inherit
         # __next__ from this class; the loop waits in it for each batch.
-        @functools.wraps(original)
-        def __next__(iterator: Any) -> Any:
-            with DataloaderRange(DATALOADER_EVENT_NAME):
-                return original(iterator)
+        if self._native is not None:
+            __next__ = self._native.CallRange(original, self._native.DATA_LOADING, DATALOADER_EVENT_NAME)
+        else:
+
+            @functools.wraps(original)
+            def __next__(iterator: Any) -> Any:
+                with DataloaderRange(DATALOADER_EVENT_NAME):
+                    return original(iterator)
 
         iterator_class.__next__ = __next__
         self._restore.append(lambda: _put_back(iterator_class, "__next__", __next__, original))

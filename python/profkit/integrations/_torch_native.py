@@ -46,8 +46,8 @@ __all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
 
 MODULE_NAME = "profkit_torch_hook"
 _HERE = Path(__file__).parent
-SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_module_call.cpp", _HERE / "_torch_op_names.cpp"]
-HEADERS = [_HERE / "_torch_module_call.h", _HERE / "_torch_op_names.h"]
+SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_call_ranges.cpp", _HERE / "_torch_op_names.cpp"]
+HEADERS = [_HERE / "_torch_call_ranges.h", _HERE / "_torch_op_names.h"]
 _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
 _CFLAGS = ["-O2", "-DNDEBUG"]
 if platform.machine() in ("x86_64", "AMD64"):
@@ -98,7 +98,7 @@ def build_dir(torch: ModuleType) -> Path:
 
 
 # Loaded in this process, by path: loading again would initialize the module
-# again (a second ModuleCall type over the same C state).
+# again (a second CallRange type over the same C state).
 _loaded: Dict[Path, ModuleType] = {}
 
 

@@ -92,8 +92,7 @@ class _Integration:
         if self._hooks is None:
             from ._torch_hooks import PythonHooks
 
-            module_call = getattr(self.native, "ModuleCall", None)
-            self._hooks = PythonHooks(self.torch, module_call, optimizer_steps=self.native is None)
+            self._hooks = PythonHooks(self.torch, self.native)
         return self._hooks
 
 

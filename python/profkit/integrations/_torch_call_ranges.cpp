@@ -1,0 +1,219 @@
+// See _torch_call_ranges.h. In C because these run on every module call
+// inside a window (submodules included), on every backward and on every batch
+// fetched: a Python wrapper costs about half a microsecond to several per
+// call (argument packing, a frame, context managers), this one a few tens of
+// nanoseconds plus the recording itself. It is a method descriptor with
+// vectorcall, so `module(x)` and `next(iterator)` reach it without binding a
+// method object, and it forwards the arguments to the wrapped callable
+// untouched.
+#include "_torch_call_ranges.h"
+
+#include <profkit/profkit.h>
+#include <structmember.h>
+
+#include <cstdio>
+
+namespace profkit_torch {
+namespace {
+
+enum Kind : int { kForward = 0, kBackward = 1, kDataLoading = 2 };
+
+thread_local int t_forward_depth = 0;  // module calls in progress on this thread
+
+struct CallRange {
+  PyObject ob_base;  // PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* wrapped;  // torch's callable
+  pk_name_id name;    // BACKWARD, DATA_LOADING: the range's name
+};
+
+// "<ModuleClass>.forward": tp_name is the class name for classes defined in
+// Python (every nn.Module).
+void begin_forward(PyObject* module) {
+  char name[256];
+  std::snprintf(name, sizeof name, "%s.forward", Py_TYPE(module)->tp_name);
+  pk_begin_event_str(name, PK_EVENT_FORWARD);
+}
+
+PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  PyObject* wrapped = reinterpret_cast<CallRange*>(callable)->wrapped;
+  if (t_forward_depth > 0 || PyVectorcall_NARGS(nargsf) < 1) {  // a submodule: inside the top-level Forward
+    return PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
+  }
+  // As RecordEvent: recorded only when begun and ended in the same window.
+  const uint32_t window = pk_recording_word;
+  if (window != 0) begin_forward(args[0]);
+  t_forward_depth = 1;
+  PyObject* result = PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
+  t_forward_depth = 0;
+  if (window != 0 && window == pk_recording_word) pk_end_event();
+  return result;
+}
+
+PyObject* call_backward(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const auto* self = reinterpret_cast<CallRange*>(callable);
+  const uint32_t window = pk_recording_word;
+  if (window != 0) pk_begin_event(self->name, PK_EVENT_BACKWARD);
+  PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  if (window != 0 && window == pk_recording_word) pk_end_event();
+  return result;
+}
+
+PyObject* call_data_loading(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const auto* self = reinterpret_cast<CallRange*>(callable);
+  pk_data_loading_begin(self->name);
+  PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  pk_data_loading_end();
+  return result;
+}
+
+PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* wrapped = nullptr;
+  int kind = -1;
+  const char* name = "";
+  static const char* kKeywords[] = {"wrapped", "kind", "name", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|s:CallRange", const_cast<char**>(kKeywords), &wrapped, &kind,
+                                   &name)) {
+    return nullptr;
+  }
+  if (!PyCallable_Check(wrapped)) {
+    PyErr_Format(PyExc_TypeError, "CallRange: expected a callable of torch's to wrap, got %R", wrapped);
+    return nullptr;
+  }
+  vectorcallfunc call = nullptr;
+  switch (kind) {
+    case kForward:
+      call = call_forward;
+      break;
+    case kBackward:
+      call = call_backward;
+      break;
+    case kDataLoading:
+      call = call_data_loading;
+      break;
+    default:
+      PyErr_Format(PyExc_ValueError, "CallRange: kind must be FORWARD, BACKWARD or DATA_LOADING, not %d", kind);
+      return nullptr;
+  }
+  if (kind != kForward && name[0] == '\0') {
+    PyErr_SetString(PyExc_ValueError, "CallRange: BACKWARD and DATA_LOADING ranges need a name");
+    return nullptr;
+  }
+  const pk_name_id name_id = kind == kForward ? 0 : pk_intern(name);
+  if (kind != kForward && name_id == 0) {
+    PyErr_Format(PyExc_MemoryError, "CallRange: cannot intern %s: %s", name, pk_last_error());
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<CallRange*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->vectorcall = call;
+  Py_INCREF(wrapped);
+  self->wrapped = wrapped;
+  self->name = name_id;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(reinterpret_cast<CallRange*>(self)->wrapped);
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of heap types own a reference to their type
+}
+
+int traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  Py_VISIT(reinterpret_cast<CallRange*>(self)->wrapped);
+  return 0;
+}
+
+int clear(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<CallRange*>(self)->wrapped);
+  return 0;
+}
+
+// Looked up on a class: itself; on an instance: bound to it (module.__call__).
+PyObject* get(PyObject* self, PyObject* instance, PyObject*) {
+  if (instance == nullptr || instance == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, instance);
+}
+
+// Everything not CallRange's own (__name__, __qualname__...) is the wrapped
+// callable's, as functools.wraps would copy it. __module__ and __doc__ are
+// asked of it first: the type has its own ("profkit_torch_hook", tp_doc).
+bool is_forwarded_first(PyObject* attribute) {
+  return PyUnicode_Check(attribute) && (PyUnicode_CompareWithASCIIString(attribute, "__module__") == 0 ||
+                                        PyUnicode_CompareWithASCIIString(attribute, "__doc__") == 0);
+}
+
+PyObject* getattro(PyObject* self, PyObject* attribute) {
+  PyObject* wrapped = reinterpret_cast<CallRange*>(self)->wrapped;
+  if (wrapped != nullptr && is_forwarded_first(attribute)) return PyObject_GetAttr(wrapped, attribute);
+  PyObject* found = PyObject_GenericGetAttr(self, attribute);
+  if (found != nullptr || wrapped == nullptr || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
+  PyErr_Clear();
+  return PyObject_GetAttr(wrapped, attribute);
+}
+
+PyObject* get_wrapped(PyObject* self, void*) {
+  PyObject* wrapped = reinterpret_cast<CallRange*>(self)->wrapped;
+  if (wrapped == nullptr) Py_RETURN_NONE;
+  Py_INCREF(wrapped);
+  return wrapped;
+}
+
+PyGetSetDef kGetSet[] = {
+    {"__wrapped__", get_wrapped, nullptr, "the callable of torch's this wraps", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMemberDef kMembers[] = {
+    // Where instances keep their vectorcall function (heap types say so here).
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(CallRange, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyType_Slot kSlots[] = {
+    {Py_tp_doc, const_cast<char*>("CallRange(wrapped, kind, name=''): a callable of torch's whose calls are "
+                                  "profkit ranges (see FORWARD, BACKWARD, DATA_LOADING)")},
+    {Py_tp_new, reinterpret_cast<void*>(make)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(clear)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(get)},
+    {Py_tp_getattro, reinterpret_cast<void*>(getattro)},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_getset, kGetSet},
+    {Py_tp_members, kMembers},
+    {0, nullptr},
+};
+
+PyType_Spec kSpec = {
+    "profkit_torch_hook.CallRange",
+    sizeof(CallRange),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    kSlots,
+};
+
+}  // namespace
+
+bool add_call_range_type(PyObject* module) {
+  if (PyModule_AddIntConstant(module, "FORWARD", kForward) < 0 ||
+      PyModule_AddIntConstant(module, "BACKWARD", kBackward) < 0 ||
+      PyModule_AddIntConstant(module, "DATA_LOADING", kDataLoading) < 0) {
+    return false;
+  }
+  PyObject* type = PyType_FromSpec(&kSpec);
+  if (type == nullptr) return false;
+  if (PyModule_AddObject(module, "CallRange", type) < 0) {  // steals the reference on success only
+    Py_DECREF(type);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace profkit_torch

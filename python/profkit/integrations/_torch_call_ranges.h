@@ -1,0 +1,25 @@
+// The call wrappers of profkit's native PyTorch hook: CallRange stands in for
+// a Python callable of torch's and turns each call into a profkit range, in C:
+//
+//   FORWARD       torch.nn.Module.__call__ (only while a window records): each
+//                 top-level module call on a thread is a Forward event
+//                 "<ModuleClass>.forward"; nested calls pass straight through.
+//   BACKWARD      torch.autograd.backward: each call is a Backward event.
+//   DATA_LOADING  _BaseDataLoaderIter.__next__: each call is a data-loading
+//                 range (pk_data_loading_begin/end): a Dataloader event while
+//                 recording, and reader time for benchmark mode always.
+//
+// Thread-safety: called with the GIL held; the Forward nesting depth is per
+// thread. Ownership: a wrapper holds a strong reference to the callable it
+// wraps.
+#pragma once
+
+#include <Python.h>
+
+namespace profkit_torch {
+
+// Adds the CallRange type and its kind constants (FORWARD, BACKWARD,
+// DATA_LOADING) to `module`; false with a Python exception set on failure.
+bool add_call_range_type(PyObject* module);
+
+}  // namespace profkit_torch
