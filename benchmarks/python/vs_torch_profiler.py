@@ -15,7 +15,9 @@ model, the loss, backward, an SGD step) runs in one process under:
   profiler timing operators through RecordFunction can cost.
 
 Configurations are interleaved round by round, in a rotating order (the
-machine may be shared); each round runs ``--steps`` steps per configuration.
+machine may be shared); each round runs ``--steps`` steps per configuration,
+each configuration after a ``gc.collect()`` so that Python's garbage
+collections fall at the same points of every configuration's steps.
 A round's step time is the median of its steps. Overhead is paired: a
 configuration's step time minus the baseline's in the same round, so slow
 drifts of the machine's speed cancel; the figures are medians over rounds.
@@ -40,6 +42,7 @@ Without PyTorch it prints why it skipped and exits 0.
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import os
@@ -293,6 +296,11 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
     for r in range(args.rounds):
         order = names[r % len(names) :] + names[: r % len(names)]  # rotate: no configuration always first
         for name in order:
+            # Every configuration starts from the same collected heap, so
+            # Python's cyclic GC (whose collections cost up to milliseconds
+            # with torch loaded) runs at the same points of each one's steps
+            # instead of wherever the previous configuration left its counters.
+            gc.collect()
             if name == "baseline":
                 step, detail = run_baseline(run)
             elif name == "torch.profiler":

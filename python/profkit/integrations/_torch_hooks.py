@@ -1,4 +1,4 @@
-"""Python-level PyTorch hooks: Forward, Backward, Optimization and Dataloader events.
+"""The PyTorch hooks on torch's Python callables: Forward, Backward, Optimization and Dataloader events.
 
 What each records, and where it hooks in:
 
