@@ -16,6 +16,9 @@ enum class RecordKind : uint16_t {
   kMemory = 4,      // a = ticks, b = address, name = device (as uint32);
                     // followed by two kMemoryMore records
   kMemoryMore = 5,  // 1st: a = bytes (int64), b = total allocated; 2nd: a = total reserved
+  kStep = 6,        // a ProfileStep event: a = start ticks, b = end ticks; followed by one kStepMore
+  kStepMore = 7,    // a = step number, b = num_samples (0: none). The name "ProfileStep#<n>"
+                    // is made at collect, so a step costs no interning (nor a name kept forever)
 };
 
 struct RawRecord {

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
+#include "common/compiler.h"
 #include "common/error.h"
 #include "profkit_version.h"
 #include "recorder/chunk.h"
@@ -29,14 +31,46 @@ std::string host_name() {
   return name;
 }
 
+// Maps the process's interned name ids to the result's string ids, adding a
+// name to the result the first time a record uses it: a result holds only the
+// names it refers to, and a collect never walks the whole name table.
+class NameMap {
+ public:
+  explicit NameMap(ResultBuilder& builder) : builder_(builder), names_(NameTable::instance()) {
+    ids_.assign(names_.size() + 1, kUnmapped);
+    ids_[0] = builder_.add_string("");  // "" is string 0 of every result
+  }
+
+  uint32_t operator()(uint32_t name) {
+    if (name >= ids_.size()) ids_.resize(std::max<size_t>(name + 1, names_.size()), kUnmapped);
+    uint32_t& id = ids_[name];
+    if (PK_UNLIKELY(id == kUnmapped)) {
+      const char* text = names_.lookup(name);
+      // Producers are not trusted with ids: one never interned is "".
+      id = text == nullptr ? 0 : builder_.strings().add_borrowed(text, names_.length(name));
+    }
+    return id;
+  }
+
+ private:
+  static constexpr uint32_t kUnmapped = UINT32_MAX;
+  ResultBuilder& builder_;
+  const NameTable& names_;
+  std::vector<uint32_t> ids_;
+};
+
 // Turns one thread's raw records into builder entries.
 class RecordConverter {
  public:
-  RecordConverter(ResultBuilder& builder, const TickConverter& clock, uint32_t thread)
-      : builder_(builder), clock_(clock), thread_(thread) {}
+  RecordConverter(ResultBuilder& builder, NameMap& names, const TickConverter& clock, uint32_t thread)
+      : builder_(builder), names_(names), clock_(clock), thread_(thread) {}
 
-  void convert(const RawRecord* r, uint32_t n) {
+  // Returns how many records of the thread's recorded_events count these were:
+  // a group (a memory event, a step) counts once, like append_group does.
+  uint32_t convert(const RawRecord* r, uint32_t n) {
+    uint32_t counted = 0;
     for (uint32_t i = 0; i < n; ++i) {
+      if (r[i].kind != RecordKind::kMemoryMore && r[i].kind != RecordKind::kStepMore) ++counted;
       const RawRecord& rec = r[i];
       switch (rec.kind) {
         case RecordKind::kEvent:
@@ -44,14 +78,26 @@ class RecordConverter {
           const uint64_t start = clock_.to_ns(rec.a);
           const uint64_t end = rec.kind == RecordKind::kInstant ? start : std::max(start, clock_.to_ns(rec.b));
           const uint16_t flags = rec.kind == RecordKind::kInstant ? PK_HOST_EVENT_INSTANT : 0;
-          builder_.add_event(thread_, {start, end, rec.name, rec.type, rec.depth, flags});
+          builder_.add_event(thread_, {start, end, names_(rec.name), rec.type, rec.depth, flags});
           break;
         }
         case RecordKind::kArgInt:
-        case RecordKind::kArgStr:
-          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, rec.name,
-                           rec.kind == RecordKind::kArgInt ? PK_ARG_INT : PK_ARG_STRING, static_cast<int64_t>(rec.b));
+          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, names_(rec.name), PK_ARG_INT,
+                           static_cast<int64_t>(rec.b));
           break;
+        case RecordKind::kArgStr:
+          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, names_(rec.name), PK_ARG_STRING,
+                           static_cast<int64_t>(names_(static_cast<uint32_t>(rec.b))));
+          break;
+        case RecordKind::kStep:
+          // A step is two records committed together.
+          if (i + 1 < n && r[i + 1].kind == RecordKind::kStepMore) {
+            add_step(rec, r[i + 1]);
+            ++i;
+          }
+          break;
+        case RecordKind::kStepMore:
+          break;  // consumed with its kStep record
         case RecordKind::kMemory:
           // A memory event is three records committed together.
           if (i + 2 < n && r[i + 1].kind == RecordKind::kMemoryMore && r[i + 2].kind == RecordKind::kMemoryMore) {
@@ -71,10 +117,23 @@ class RecordConverter {
           break;  // consumed with its kMemory record
       }
     }
+    return counted;
   }
 
  private:
+  void add_step(const RawRecord& step, const RawRecord& more) {
+    const uint64_t start = clock_.to_ns(step.a);
+    const uint64_t end = std::max(start, clock_.to_ns(step.b));
+    const uint32_t name = builder_.add_string("ProfileStep#" + std::to_string(more.a));
+    builder_.add_event(thread_, {start, end, name, PK_EVENT_PROFILE_STEP, 0, 0});
+    if (more.b > 0) {
+      static const uint32_t key = NameTable::instance().intern("num_samples");
+      builder_.add_arg(thread_, start, 0, names_(key), PK_ARG_INT, static_cast<int64_t>(more.b));
+    }
+  }
+
   ResultBuilder& builder_;
+  NameMap& names_;
   const TickConverter& clock_;
   uint32_t thread_;
 };
@@ -164,13 +223,11 @@ void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
   if (window == 0 || window != step_window_) return;
   ThreadBuffer* tb = current_thread_buffer();
   if (tb == nullptr) return;
-  NameTable& names = NameTable::instance();
-  const uint32_t name = names.intern("ProfileStep#" + std::to_string(step_number_));
-  tb->append({step_start_ticks_, now_ticks, name, PK_EVENT_PROFILE_STEP, 0, RecordKind::kEvent});
-  if (num_samples > 0) {
-    static const uint32_t key = names.intern("num_samples");
-    tb->append({step_start_ticks_, num_samples, key, 0, 0, RecordKind::kArgInt});
-  }
+  const RawRecord step[2] = {
+      {step_start_ticks_, now_ticks, 0, PK_EVENT_PROFILE_STEP, 0, RecordKind::kStep},
+      {step_number_, num_samples, 0, 0, 0, RecordKind::kStepMore},
+  };
+  tb->append_group(step, 2);
 }
 
 void Recorder::step_end(uint64_t num_samples) {
@@ -259,6 +316,7 @@ std::unique_ptr<Result> Recorder::collect() {
 
   const bool keep_spares = recording || state() == PK_STATE_READY;
   ResultInfo& totals = builder.info();
+  NameMap names(builder);
   ThreadRegistry::instance().drain_each([&](ThreadBuffer& tb) {
     bool has_thread = false;
     uint32_t thread = 0;
@@ -267,11 +325,11 @@ std::unique_ptr<Result> Recorder::collect() {
         thread = builder.thread(tb.tid());
         builder.set_thread_name(thread, tb.name());
         // Every record written since the last collect is about to arrive.
-        builder.reserve_events(thread, tb.recorded_events.get() - tb.collected_records);
+        const uint64_t recorded = tb.recorded_events.get();
+        builder.reserve_events(thread, recorded > tb.collected_records ? recorded - tb.collected_records : 0);
         has_thread = true;
       }
-      tb.collected_records += n;
-      RecordConverter(builder, clock, thread).convert(records, n);
+      tb.collected_records += RecordConverter(builder, names, clock, thread).convert(records, n);
     });
     const uint64_t dropped = tb.dropped_events.get();
     const uint64_t unmatched = tb.unmatched_ends.get();
@@ -287,15 +345,6 @@ std::unique_ptr<Result> Recorder::collect() {
     }
     return finished;
   });
-  // Records carry interned ids; the builder starts from the whole name table
-  // (after the drain, so it holds every name the drained records use) and
-  // keeps only the names this result refers to.
-  const NameTable& names = NameTable::instance();
-  const uint32_t name_count = names.size();
-  for (uint32_t id = 0; id < name_count; ++id) {
-    // Interned text lives as long as the process: borrow it, don't copy.
-    builder.strings().add_borrowed(names.lookup(id), names.length(id));
-  }
   if (!keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
   if (source_ != nullptr) source_->contribute(builder);
   for (const auto& kv : metadata_) builder.add_metadata(kv.first, kv.second);

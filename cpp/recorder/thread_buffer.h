@@ -138,7 +138,8 @@ class ThreadBuffer {
   OwnerCounter unmatched_ends;
   OwnerCounter overflowed_events;
 
-  // Records already collected, for sizing the next collect (collector only).
+  // recorded_events already collected (a group of records counts once), for
+  // sizing the next collect (collector only).
   uint64_t collected_records = 0;
   // Counter values already reported in earlier results (collector only).
   uint64_t reported_dropped = 0;

@@ -70,8 +70,9 @@ void ResultBuilder::sanitize(std::vector<pk_host_event>& events) const {
 }
 
 void ResultBuilder::compact_strings(std::vector<pk_host_event>& events, std::vector<pk_event_arg>& args) {
-  // A collected result starts from the whole process name table; keep only
-  // what this result refers to ("" always stays at index 0).
+  // Keep only the strings this result refers to: a producer may add some that
+  // end up unused, such as the names of arguments whose event was not kept
+  // ("" always stays at index 0).
   std::vector<bool> used(strings_.size(), false);
   if (!used.empty()) used[0] = true;
   for (const pk_host_event& e : events) used[e.name] = true;

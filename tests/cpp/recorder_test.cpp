@@ -248,6 +248,45 @@ TEST_F(RecorderTest, StepsBecomeProfileStepEventsWithSamples) {
   EXPECT_EQ(args[1].value, 16);
 }
 
+TEST_F(RecorderTest, StepsInternNoNamesSoLongRunsDoNotGrowTheNameTable) {
+  // Each step's name ("ProfileStep#<n>") is made by the collect, in the
+  // result only: a million recorded steps must not leave a million names in
+  // the process (nor fill the table and make pk_step fail).
+  const pk_name_id before = pk_intern("probe before the steps");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(1u << 20), PK_OK);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(pk_step(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(pk_intern("probe after the steps"), before + 1);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 1000u);
+  EXPECT_EQ(name_of(r.get(), ev.front()), "ProfileStep#1048576");
+  EXPECT_EQ(name_of(r.get(), ev.back()), "ProfileStep#1049575");
+  // The result holds the names it uses and no other: "" and the 1000 steps.
+  EXPECT_EQ(pk_result_string_count(r.get()), 1001u);
+}
+
+TEST_F(RecorderTest, GroupedRecordsKeepLaterCollectsWorking) {
+  // A memory event and a step are each several records counted as one
+  // recorded event; the next collect of the same thread must still size
+  // itself right (it used to underflow and fail with "vector::reserve").
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+    ASSERT_EQ(pk_step_begin(0), PK_OK);
+    pk_record_memory(-1, 0x1000, 64, 64, 128);
+    pk_record_memory(-1, 0x1000, -64, 0, 128);
+    ASSERT_EQ(pk_step(8), PK_OK);
+    ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+    ResultPtr r = collect();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(events_of(r.get()).size(), 1u) << "round " << round;  // ProfileStep#0
+    size_t memory = 0;
+    pk_result_memory_events(r.get(), &memory);
+    EXPECT_EQ(memory, 2u) << "round " << round;
+  }
+}
+
 TEST_F(RecorderTest, StepsOutsideAWholeWindowAreNotKept) {
   ASSERT_EQ(pk_step_begin(0), PK_OK);  // begins while closed
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
