@@ -37,12 +37,18 @@ std::string host_name() {
 class NameMap {
  public:
   explicit NameMap(ResultBuilder& builder) : builder_(builder), names_(NameTable::instance()) {
-    ids_.assign(names_.size() + 1, kUnmapped);
+    ids_.assign(std::max<uint32_t>(names_.size(), 1), kUnmapped);
     ids_[0] = builder_.add_string("");  // "" is string 0 of every result
   }
 
   uint32_t operator()(uint32_t name) {
-    if (name >= ids_.size()) ids_.resize(std::max<size_t>(name + 1, names_.size()), kUnmapped);
+    if (PK_UNLIKELY(name >= ids_.size())) {
+      // A name interned since the map was made grows it; an id never
+      // interned (a caller's bad one, which must not size the map) is "".
+      const uint32_t known = names_.size();
+      if (name >= known) return 0;
+      ids_.resize(known, kUnmapped);
+    }
     uint32_t& id = ids_[name];
     if (PK_UNLIKELY(id == kUnmapped)) {
       const char* text = names_.lookup(name);
