@@ -76,22 +76,32 @@ def parse_args():
 
 
 # ---- workloads ---------------------------------------------------------------------------
+def time_steps(batches, train_step, step_done):
+    """Runs ``train_step(batch)`` then ``step_done()`` for each batch; returns each step's seconds.
+
+    Fetching the batch is part of its step, as in a training loop."""
+    times = []
+    start = time.perf_counter()
+    for batch in batches:
+        train_step(batch)
+        step_done()
+        now = time.perf_counter()
+        times.append(now - start)
+        start = now
+    return times
+
+
 def make_ops_loop(torch, steps):
     """1000 tiny additions per step, no autograd: nothing but per-operator cost."""
     a, b = torch.randn(4), torch.randn(4)
 
+    def additions(_):
+        c = a
+        for _ in range(1000):
+            c = torch.add(c, b)
+
     def run(step_done):
-        times = []
-        start = time.perf_counter()
-        for _ in range(steps):
-            c = a
-            for _ in range(1000):
-                c = torch.add(c, b)
-            step_done()
-            now = time.perf_counter()
-            times.append(now - start)
-            start = now
-        return times
+        return time_steps(range(steps), additions, step_done)
 
     return run
 
@@ -128,20 +138,16 @@ def make_workload(torch, kind, steps):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
+    def train_step(batch):
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
     def run(step_done):
         """One pass over the loader (``steps`` steps); returns each step's seconds."""
-        times = []
-        start = time.perf_counter()
-        for x, y in loader:
-            loss = loss_fn(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            step_done()
-            now = time.perf_counter()
-            times.append(now - start)
-            start = now
-        return times
+        return time_steps(loader, train_step, step_done)
 
     return run
 

@@ -44,45 +44,53 @@ __all__ = ["WindowListener", "CollectHook", "add", "remove", "notify", "add_coll
 WindowListener = Callable[["Profiler", ProfilerState], None]
 CollectHook = Callable[["Profiler"], None]
 
-_listeners: Tuple[WindowListener, ...] = ()
-_collect_hooks: Tuple[CollectHook, ...] = ()
+class _Callbacks:
+    """An ordered set of callables, replaced (never mutated) on add and remove."""
+
+    def __init__(self) -> None:
+        self.all: Tuple[Callable[..., None], ...] = ()
+
+    def add(self, function: Callable[..., None]) -> None:
+        if function not in self.all:
+            self.all = self.all + (function,)
+
+    def remove(self, function: Callable[..., None]) -> None:
+        self.all = tuple(known for known in self.all if known != function)
+
+
+_listeners = _Callbacks()
+_collect_hooks = _Callbacks()
 
 
 def add(listener: WindowListener) -> None:
     """Calls ``listener(profiler, state)`` before every engine state change a Profiler makes."""
-    global _listeners
-    if listener not in _listeners:
-        _listeners = _listeners + (listener,)
+    _listeners.add(listener)
 
 
 def remove(listener: WindowListener) -> None:
     """Stops calling ``listener``; removing one that is not added does nothing."""
-    global _listeners
-    _listeners = tuple(known for known in _listeners if known != listener)
+    _listeners.remove(listener)
 
 
 def notify(profiler: "Profiler", state: ProfilerState) -> None:
     """Tells every listener that ``profiler`` is about to put the engine in ``state``."""
-    for listener in _listeners:
+    for listener in _listeners.all:
         _call_safely(listener, f"entering {state.name}", profiler, state)
 
 
 def add_collect_hook(hook: CollectHook) -> None:
     """Calls ``hook(profiler)`` just before every window a Profiler collects (still recording)."""
-    global _collect_hooks
-    if hook not in _collect_hooks:
-        _collect_hooks = _collect_hooks + (hook,)
+    _collect_hooks.add(hook)
 
 
 def remove_collect_hook(hook: CollectHook) -> None:
     """Stops calling ``hook``; removing one that is not added does nothing."""
-    global _collect_hooks
-    _collect_hooks = tuple(known for known in _collect_hooks if known != hook)
+    _collect_hooks.remove(hook)
 
 
 def notify_collect(profiler: "Profiler") -> None:
     """Tells every collect hook that ``profiler`` is about to collect a window."""
-    for hook in _collect_hooks:
+    for hook in _collect_hooks.all:
         _call_safely(hook, "before a collect", profiler)
 
 
