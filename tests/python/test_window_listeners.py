@@ -31,7 +31,7 @@ def test_listeners_hear_each_state_change_before_the_engine_makes_it(heard):
 
 
 def test_adding_twice_calls_once_and_removing_an_unknown_listener_is_harmless(heard):
-    listener = _window_listeners._listeners[-1]
+    listener = _window_listeners._listeners.all[-1]
     _window_listeners.add(listener)
     _window_listeners.remove(lambda profiler, state: None)
     with profkit.Profiler(on_trace_ready=lambda p: None):
