@@ -31,7 +31,10 @@ Chunk* Chunk::allocate() noexcept {
     MemoryBudget::release(kBytes);
     return nullptr;
   }
-  return new (memory) Chunk();
+  // Default-initialized, not value-initialized (`Chunk()`), which would zero
+  // all 256 KiB again: fresh anonymous pages are zero already, and records
+  // are only read below `committed`.
+  return new (memory) Chunk;
 }
 
 void Chunk::release(Chunk* chunk) noexcept {

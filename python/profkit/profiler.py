@@ -32,7 +32,7 @@ from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning
 from .export_callbacks import export_chrome_tracing
 from .result import ProfilerResult
-from .scheduler import SchedulerArg, scheduler_from_argument
+from .scheduler import Scheduler, SchedulerArg, scheduler_from_argument, steady_until
 from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
 
 __all__ = ["Profiler", "DEFAULT_LOG_DIR"]
@@ -131,7 +131,7 @@ class Profiler:
         benchmark_warmup_steps: int = DEFAULT_WARMUP_STEPS,
     ) -> None:
         self.targets: Set[ProfilerTarget] = _resolve_targets(targets)
-        self.scheduler = scheduler_from_argument(scheduler)
+        self.scheduler = scheduler  # the setter resolves (start, end) pairs and None
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError(f"Profiler: on_trace_ready must be callable, not {type(on_trace_ready).__name__}")
         self.on_trace_ready = on_trace_ready
@@ -160,6 +160,9 @@ class Profiler:
         self._gpu_tracing = False
         self._windows = 0  # windows delivered since start()
         self._in_callback = False
+        # Profiler.step()'s shortcut runs while step_num + 1 < _steady_until:
+        # 0 when it must not (not started, timer_only, in a transition).
+        self._steady_until = 0
 
     # ---- context manager ------------------------------------------------------
     def __enter__(self) -> "Profiler":
@@ -219,6 +222,7 @@ class Profiler:
         self._perf_summary = None
         self._started = True
         self._timer.start()
+        self._steady_until = 0 if self.timer_only else self._next_change()
 
     def step(self, num_samples: Optional[int] = None) -> None:
         """Ends step ``step_num``, moves to the next one and applies its scheduled state.
@@ -231,6 +235,21 @@ class Profiler:
         if it raises, the exception propagates and the Profiler stays
         consistent (the next step is already under way).
         """
+        next_step = self.step_num + 1
+        if next_step < self._steady_until and (
+            num_samples is None or (type(num_samples) is int and num_samples >= 0)
+        ):
+            # The common step: the scheduler keeps the state (steady_until
+            # says so without asking it), so nothing but the step changes.
+            # Everything else -- transitions, argument errors, a stopped
+            # Profiler, a call from on_trace_ready -- takes the full path
+            # below (_steady_until is 0 whenever this shortcut must not run).
+            self._timer.step(num_samples)
+            self.previous_state = self.current_state
+            self.step_num = next_step
+            _C.step(num_samples or 0)
+            return
+        self._steady_until = 0
         if not self._started:
             raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
         if self._in_callback:
@@ -247,12 +266,14 @@ class Profiler:
         self.step_num += 1
         if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
             _C.step(samples or 0)  # ends step n, begins n+1: one engine call
+            self._steady_until = self._next_change()
             return
         _C.step_end(samples or 0)
         transition = _lifecycle.plan(previous, current)
         result = self._apply(transition)
         if result is None:
             _C.step_begin(self.step_num)
+            self._steady_until = self._next_change()
             return
         try:
             self._deliver(result, transition.improper)
@@ -260,6 +281,7 @@ class Profiler:
             if self._started:  # on_trace_ready may have stopped the Profiler
                 _C.step_begin(self.step_num)
                 self._timer.restart_step()  # the callback's time is not the next step's
+                self._steady_until = self._next_change()
 
     def stop(self) -> None:
         """Ends the step in progress and profiling; delivers the open recording window.
@@ -271,6 +293,7 @@ class Profiler:
         if not self._started:
             return
         self._started = False
+        self._steady_until = 0
         self._timer.stop()
         self._perf_summary = self._timer.summary()
         if self.timer_only:
@@ -363,6 +386,22 @@ class Profiler:
         return self._result
 
     # ---- internals ----------------------------------------------------------------
+    @property
+    def scheduler(self) -> Scheduler:
+        """The callable ``step -> ProfilerState`` that drives this Profiler."""
+        return self._scheduler
+
+    @scheduler.setter
+    def scheduler(self, scheduler: SchedulerArg) -> None:
+        self._scheduler = scheduler_from_argument(scheduler)
+        self._steady_until = 0  # ask the new scheduler at the next step
+
+    def _next_change(self) -> int:
+        """The first step after step_num that may be in another state (see steady_until)."""
+        if self.current_state is ProfilerState.RECORD_AND_RETURN:
+            return self.step_num + 1
+        return steady_until(self._scheduler, self.step_num)
+
     def _scheduled_state(self, step: int) -> ProfilerState:
         state = self.scheduler(step)
         if isinstance(state, ProfilerState):

@@ -10,7 +10,10 @@ from typing import Callable, Sequence, Union
 
 from ._enums import ProfilerState
 
-__all__ = ["make_scheduler", "Scheduler", "SchedulerArg"]
+__all__ = ["make_scheduler", "Scheduler", "SchedulerArg", "steady_until"]
+
+#: steady_until's answer for a state that never changes again.
+FOREVER = 1 << 62
 
 Scheduler = Callable[[int], ProfilerState]
 SchedulerArg = Union[None, Scheduler, Sequence[int]]
@@ -57,6 +60,23 @@ class _PeriodicScheduler:
             return ProfilerState.RECORD
         return ProfilerState.RECORD_AND_RETURN
 
+    def steady_until(self, step: int) -> int:
+        """The first step after ``step`` whose state may differ from ``step``'s."""
+        if step < self.skip_first:
+            return self.skip_first
+        step_in_run = step - self.skip_first
+        if self.repeat > 0 and step_in_run // self._period >= self.repeat:
+            return FOREVER  # CLOSED for good
+        m = step_in_run % self._period
+        cycle_start = step - m
+        if m < self.closed:
+            return cycle_start + self.closed
+        if m < self.closed + self.ready:
+            return cycle_start + self.closed + self.ready
+        if m < self._period - 1:
+            return cycle_start + self._period - 1  # the cycle's RECORD_AND_RETURN step
+        return step + 1
+
     def __repr__(self) -> str:
         return (
             f"make_scheduler(closed={self.closed}, ready={self.ready}, record={self.record}, "
@@ -99,6 +119,21 @@ def make_scheduler(*, closed: int, ready: int, record: int, repeat: int = 0, ski
 def _default_state_scheduler(step: int) -> ProfilerState:
     """``scheduler=None``: record every step; the data comes at ``stop()``."""
     return ProfilerState.RECORD
+
+
+def steady_until(scheduler: Scheduler, step: int) -> int:
+    """The first step after ``step`` at which ``scheduler`` may give another state.
+
+    Every step strictly between the two is in ``step``'s state, so
+    ``Profiler.step()`` need not ask the scheduler for them. profkit's own
+    schedulers know their periods; any other callable is asked every step
+    (the answer is ``step + 1``).
+    """
+    if isinstance(scheduler, _PeriodicScheduler):
+        return scheduler.steady_until(step)
+    if scheduler is _default_state_scheduler:
+        return FOREVER
+    return step + 1
 
 
 def scheduler_from_argument(scheduler: SchedulerArg) -> Scheduler:

@@ -138,6 +138,55 @@ def test_custom_callable():
     assert windows == [[2, 3], [5, 6]]
 
 
+def test_a_custom_scheduler_is_asked_every_step():
+    asked = []
+
+    def scheduler(step):
+        asked.append(step)
+        return R
+
+    with Profiler(scheduler=scheduler, on_trace_ready=Windows()) as p:
+        for _ in range(6):
+            p.step()
+    assert asked == list(range(7))
+
+
+def test_replacing_the_scheduler_takes_effect_at_the_next_step():
+    windows = Windows()
+    p = Profiler(scheduler=None, on_trace_ready=windows)  # records every step ...
+    p.start()
+    p.step()
+    p.step()
+    p.scheduler = lambda step: A if step == 3 else C  # ... until this one ends the window at step 3
+    p.step()
+    assert p.current_state is A
+    p.step()
+    assert p.current_state is C
+    p.stop()
+    assert windows.steps == [[0, 1, 2, 3]]
+
+
+def test_steps_inside_a_window_count_samples_and_steps_like_any_other():
+    windows = Windows()
+    with Profiler(scheduler=(1, 6), on_trace_ready=windows, timer_only=False) as p:
+        for n in range(7):
+            p.step(10 + n)
+            assert p.step_num == n + 1
+    summary = p.perf_summary
+    assert summary.total_steps == 7 and summary.ips_unit == "samples/s"
+    assert windows.steps == [[1, 2, 3, 4, 5]]
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, "3", True])
+def test_bad_num_samples_inside_a_window_is_rejected_as_outside(bad):
+    with Profiler(scheduler=(0, 10), on_trace_ready=Windows()) as p:
+        p.step()
+        p.step()
+        with pytest.raises((TypeError, ValueError), match="num_samples"):
+            p.step(bad)
+        assert p.step_num == 2
+
+
 def test_scheduler_returning_ints_is_accepted():
     seen, windows = run(lambda step: 3 if step == 1 else 0, 3)
     assert seen == [C, A, C, C] and windows == [[1]]

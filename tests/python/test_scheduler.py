@@ -1,11 +1,12 @@
 """Schedulers (SPEC §2): make_scheduler, (start, end) pairs, None, validation."""
 
+import itertools
 import pickle
 
 import pytest
 
 from profkit import ProfilerState, make_scheduler
-from profkit.scheduler import scheduler_from_argument
+from profkit.scheduler import FOREVER, scheduler_from_argument, steady_until
 
 C, Y, R, A = ProfilerState.CLOSED, ProfilerState.READY, ProfilerState.RECORD, ProfilerState.RECORD_AND_RETURN
 
@@ -110,3 +111,39 @@ def test_none_records_every_step_and_callables_pass_through():
 def test_other_types_raise_type_error():
     with pytest.raises(TypeError, match="scheduler"):
         scheduler_from_argument("2,10")  # type: ignore[arg-type]
+
+
+# ---- steady_until: what lets Profiler.step() skip asking the scheduler -----------------
+def check_steady_until(scheduler, steps, horizon):
+    """Every step strictly before steady_until is in the state of the step asked about."""
+    for step in range(steps):
+        until = steady_until(scheduler, step)
+        assert until > step, (scheduler, step)
+        state = scheduler(step)
+        for later in range(step + 1, min(until, step + horizon)):
+            assert scheduler(later) is state, (scheduler, step, later, until)
+        if until < FOREVER:
+            # Exact for make_scheduler: the state does change at `until`,
+            # except where CLOSED runs on into the next cycle's CLOSED steps
+            # and where a one-step cycle repeats RECORD_AND_RETURN.
+            assert scheduler(until) is not state or state in (C, A), (scheduler, step, until)
+
+
+@pytest.mark.parametrize(
+    "closed,ready,record,repeat,skip_first",
+    [p for p in itertools.product([0, 1, 3], [0, 1, 2], [1, 2, 5], [0, 1, 3], [0, 2]) if p[0] + p[1] + p[2] > 0],
+)
+def test_steady_until_matches_make_scheduler_step_by_step(closed, ready, record, repeat, skip_first):
+    s = make_scheduler(closed=closed, ready=ready, record=record, repeat=repeat, skip_first=skip_first)
+    check_steady_until(s, steps=60, horizon=80)
+
+
+def test_steady_until_of_pairs_and_none():
+    check_steady_until(scheduler_from_argument((3, 14)), steps=40, horizon=60)
+    check_steady_until(scheduler_from_argument((0, 1)), steps=10, horizon=20)
+    assert steady_until(scheduler_from_argument(None), 7) == FOREVER
+
+
+def test_steady_until_is_one_step_for_any_other_callable():
+    assert steady_until(lambda step: R, 5) == 6
+    assert steady_until(make_scheduler(closed=1, ready=1, record=2).__call__, 0) == 1  # a bound method is "any callable"

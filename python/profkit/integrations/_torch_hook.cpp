@@ -61,7 +61,6 @@ std::mutex g_mutex;                 // guards the handles and flags below
 at::CallbackHandle g_callback = 0;  // registered with torch while armed
 uint64_t g_listener = 0;            // profkit state listener while installed
 bool g_want_shapes = false;         // what the next arm() asks torch for
-std::atomic<bool> g_shapes{false};  // what the armed callback records
 std::atomic<pk_name_id> g_shapes_key{0};
 
 void append_int(std::string& out, int64_t value) {
@@ -147,16 +146,25 @@ void on_range_end(const at::RecordFunction& fn) {
   pk_end_event();
 }
 
-// ---- the callback: operators first, user ranges off the hot path -------------------
+// ---- the callbacks: operators first, user ranges off the hot path -------------------
+// Two start callbacks, one per record_shapes setting, so that the common one
+// reads no flag per operator; arm() registers the one asked for.
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (__builtin_expect(fn.scope() != at::RecordScope::FUNCTION, 0)) {
     on_range_start(fn);
     return nullptr;
   }
   pk_begin_event(operator_name_id(fn), PK_EVENT_OPERATOR);
-  if (g_shapes.load(std::memory_order_relaxed)) {
-    pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
+  return nullptr;
+}
+
+std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
+  if (fn.scope() != at::RecordScope::FUNCTION) {
+    on_range_start(fn);
+    return nullptr;
   }
+  pk_begin_event(operator_name_id(fn), PK_EVENT_OPERATOR);
+  pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
   return nullptr;
 }
 
@@ -171,8 +179,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 // Both under g_mutex.
 void arm() {
   if (g_callback != 0) return;
-  g_shapes.store(g_want_shapes, std::memory_order_relaxed);
-  g_callback = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+  g_callback = at::addGlobalCallback(at::RecordFunctionCallback(g_want_shapes ? on_start_with_shapes : on_start, on_end)
                                          .needsInputs(g_want_shapes)
                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
 }
