@@ -54,6 +54,23 @@ def test_operators_of_forward_and_backward_are_recorded(pk_torch):
     assert not [n for n in operators if n.startswith("profiler::")]
 
 
+def test_warm_name_caches_intern_nothing_more(pk_torch):
+    # Every operator and backward-node name is interned once per thread; from
+    # then on the hook's caches answer. Backward nodes' range names are built
+    # per call and share their first and last bytes
+    # ("autograd::engine::evaluate_function: ...Backward0"): a cache key that
+    # hashed less than the whole name sent them all to pk_intern every step.
+    pk_torch.enable()
+    native = pk_torch._current.native
+    loader = make_loader(n=24)
+    prof = train(loader)  # warms the caches with every name of the loop
+    first = len(events_of(prof)["name"])
+    interned = native.names_interned()
+    prof = train(loader)
+    assert len(events_of(prof)["name"]) == first > 100
+    assert native.names_interned() == interned
+
+
 def _define_op(namespace, op_name, fn):
     """A custom operator defined at run time (the dispatcher registers it); returns (library, op)."""
     library = torch.library.Library(namespace, "DEF")

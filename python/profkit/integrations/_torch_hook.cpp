@@ -283,6 +283,8 @@ PyObject* forget_after_fork(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+PyObject* names_interned(PyObject*, PyObject*) { return PyLong_FromUnsignedLongLong(profkit_torch::names_interned()); }
+
 PyObject* installed(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return PyBool_FromLong(g_listener != 0);
@@ -302,6 +304,8 @@ PyMethodDef kMethods[] = {
     {"forget_after_fork", forget_after_fork, METH_NOARGS,
      "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
+    {"names_interned", names_interned, METH_NOARGS,
+     "names_interned() -> int: operator and range names the per-thread caches have sent to pk_intern so far"},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -28,28 +28,137 @@ class RegistrationWatcher final : public c10::OpRegistrationListener {
   static void bump() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
 };
 
+uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+
+uint64_t address_hash(const char* address) {
+  const uint64_t h = reinterpret_cast<uintptr_t>(address) * kMul;
+  return h ^ (h >> 32);
+}
+
+// A hash of every byte (8 at a time). Names built per call share long
+// prefixes and suffixes ("autograd::engine::evaluate_function: ...Backward0"),
+// so anything short of the whole text collides: a key made of the first and
+// last 8 bytes and the length put every backward node in one slot, and each
+// of them went through pk_intern in every step.
+uint64_t content_hash(const char* name, size_t n) {
+  uint64_t h = n * 0xC2B2AE3D27D4EB4Full;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    h = (h ^ load8(name + i)) * kMul;
+    h ^= h >> 32;
+  }
+  if (i < n) {
+    uint64_t last = 0;
+    if (n >= 8) {
+      last = load8(name + n - 8);  // the last 8 bytes, overlapping the words above
+    } else {
+      for (size_t b = 0; b < n; ++b) last |= uint64_t{static_cast<unsigned char>(name[b])} << (8 * b);
+    }
+    h = (h ^ last) * kMul;
+  }
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return (h ^ (h >> 32)) | 1;  // never 0, the empty key
+}
+
 struct AddressSlot {
-  const char* address;  // a schema's name string
-  uint64_t epoch;
+  const char* address;  // a schema's name string; nullptr = empty
+  uint64_t epoch;       // the g_epoch it was cached in (> 0)
   pk_name_id id;
+  bool empty() const { return address == nullptr; }
 };
 
 struct ContentSlot {
-  uintptr_t key;     // content_key() of the name; 0 = empty
+  uint64_t key;      // content_hash() of the name; 0 = empty
   const char* text;  // profkit's interned copy: lives as long as the process
+  uint32_t length;   // strlen(text)
   pk_name_id id;
+  // Whether the call that cached it was a dispatcher operator's. A name that
+  // was not (a backward node's range, built per call) is not asked again:
+  // its address is never worth caching.
+  bool operator_name;
+  bool empty() const { return key == 0; }
 };
 
-constexpr size_t kSlots = 512;
+// One thread's open-addressing table (linear probing, power-of-two capacity,
+// at most half full, so a lookup almost always ends at its first slot).
+// Slots are never removed: an operator's address whose epoch has passed is
+// overwritten when seen again, and a thread sees a bounded set of names
+// (operators, autograd nodes). Past kMaxSlots it stops growing and the
+// caller interns what it cannot cache -- slower, never wrong.
+template <class Slot>
+class ProbeTable {
+ public:
+  static constexpr size_t kFirstSlots = 256;
+  static constexpr size_t kMaxSlots = size_t{1} << 16;
+
+  ProbeTable() = default;
+  ProbeTable(const ProbeTable&) = delete;
+  ProbeTable& operator=(const ProbeTable&) = delete;
+  ~ProbeTable() { delete[] slots_; }
+
+  // Where a lookup of `hash` starts (nullptr before the first reserve()):
+  // the slot that holds its key, but for a collision.
+  const Slot* first_slot(uint64_t hash) const noexcept { return slots_ == nullptr ? nullptr : &slots_[hash & mask_]; }
+
+  // The slot holding a key for which `matches` is true, or else the empty
+  // slot where `hash`'s key belongs; nullptr before the first reserve().
+  template <class Matches>
+  Slot* find(uint64_t hash, Matches&& matches) const noexcept {
+    if (slots_ == nullptr) return nullptr;
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.empty() || matches(slot)) return &slot;
+    }
+  }
+
+  // Makes room for one more key (may move every slot: find() again after).
+  // False when the table is at its size limit or out of memory.
+  template <class HashOf>
+  bool reserve(HashOf&& hash_of) noexcept {
+    if (slots_ != nullptr && 2 * (used_ + 1) <= mask_ + 1) return true;
+    const size_t capacity = slots_ == nullptr ? kFirstSlots : 2 * (mask_ + 1);
+    if (capacity > kMaxSlots) return false;
+    Slot* grown = new (std::nothrow) Slot[capacity]();
+    if (grown == nullptr) return false;
+    Slot* old = slots_;
+    const size_t old_capacity = old == nullptr ? 0 : mask_ + 1;
+    slots_ = grown;
+    mask_ = capacity - 1;
+    for (size_t i = 0; i < old_capacity; ++i) {
+      if (old[i].empty()) continue;
+      *find(hash_of(old[i]), [](const Slot&) { return false; }) = old[i];
+    }
+    delete[] old;
+    return true;
+  }
+
+  // Fills the empty slot find() returned (after reserve()).
+  void fill(Slot* slot, const Slot& value) noexcept {
+    if (slot->empty()) ++used_;
+    *slot = value;
+  }
+
+ private:
+  Slot* slots_ = nullptr;
+  size_t mask_ = 0;
+  size_t used_ = 0;
+};
 
 struct NameCache {
-  AddressSlot by_address[kSlots] = {};
-  ContentSlot by_content[kSlots] = {};
+  ProbeTable<AddressSlot> by_address;
+  ProbeTable<ContentSlot> by_content;
 };
 
-// Only a pointer lives in thread-local storage (the caches are 24 KiB): a
-// dlopen'd module with a small TLS block gets static TLS, which a TLS
-// descriptor reads without calling into the dynamic loader.
+// Only a pointer lives in thread-local storage: a dlopen'd module with a small
+// TLS block gets static TLS, which a TLS descriptor reads without calling
+// into the dynamic loader.
 thread_local NameCache* t_cache = nullptr;
 
 struct CacheOwner {
@@ -67,50 +176,53 @@ NameCache* new_thread_cache() noexcept {
   return t_cache;
 }
 
-uint64_t load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+std::atomic<uint64_t> g_interned{0};  // names that took the slow path (pk_intern)
 
-// Length and first and last 8 bytes, mixed: names built per call share long
-// prefixes ("autograd::engine::evaluate_function: "), so the tail matters.
-uintptr_t content_key(const char* name) {
-  const size_t n = std::strlen(name);
-  uint64_t head = 0;
-  uint64_t tail = 0;
-  if (n >= 8) {
-    head = load8(name);
-    tail = load8(name + n - 8);
-  } else {
-    std::memcpy(&head, name, n);
+bool is_operator_call(const at::RecordFunction& fn) noexcept {
+  try {
+    return fn.operator_name().has_value();  // copies the name
+  } catch (...) {                           // out of memory copying the name: just do not cache it
+    return false;
   }
-  const uint64_t mixed = (head * 0x9E3779B97F4A7C15ull) ^ (tail * 0xC2B2AE3D27D4EB4Full) ^ n;
-  return static_cast<uintptr_t>(mixed ^ (mixed >> 29)) | 1;  // never 0, the empty key
 }
 
-pk_name_id content_id(const char* name, NameCache& cache) noexcept {
-  const uintptr_t key = content_key(name);
-  ContentSlot& slot = cache.by_content[(key >> 7) % kSlots];
-  if (slot.key == key && std::strcmp(slot.text, name) == 0) return slot.id;
-  const pk_name_id id = pk_intern(name);
-  const char* text = id != 0 ? pk_name_string(id) : nullptr;
-  if (text != nullptr) slot = {key, text, id};
-  return id;
-}
-
-__attribute__((noinline)) pk_name_id miss(const at::RecordFunction& fn, const char* name, AddressSlot& slot,
-                                          uint64_t epoch, NameCache& cache) noexcept {
-  const pk_name_id id = content_id(name, cache);
-  // Only a dispatcher operator's name (a schema's) has an address worth
-  // keeping; operator_name() copies it, once per operator and thread.
-  if (id != 0 && epoch != 0) {
-    bool is_operator = false;
-    try {
-      is_operator = fn.operator_name().has_value();
-    } catch (...) {  // out of memory copying the name: just do not cache it
+// The slow path of operator_name_id: the rest of the address table, then the
+// content table (interning the name on a miss); caches a dispatcher
+// operator's name by address for the next call.
+__attribute__((noinline)) pk_name_id miss(const at::RecordFunction& fn, const char* name, uint64_t epoch,
+                                          NameCache& cache) noexcept {
+  const auto same_address = [name](const AddressSlot& s) { return s.address == name; };
+  if (const AddressSlot* slot = cache.by_address.find(address_hash(name), same_address);
+      slot != nullptr && slot->address == name && slot->epoch == epoch && epoch != 0) {
+    return slot->id;  // an operator whose first slot another address holds
+  }
+  const size_t n = std::strlen(name);
+  const uint64_t key = content_hash(name, n);
+  const auto same_name = [&](const ContentSlot& s) {
+    return s.key == key && s.length == n && std::memcmp(s.text, name, n) == 0;
+  };
+  pk_name_id id = 0;
+  bool is_operator = false;
+  if (const ContentSlot* slot = cache.by_content.find(key, same_name); slot != nullptr && !slot->empty()) {
+    id = slot->id;
+    if (!slot->operator_name) return id;
+    is_operator = is_operator_call(fn);  // an operator's again (its address is new, or the epoch moved on)
+  } else {
+    g_interned.fetch_add(1, std::memory_order_relaxed);
+    id = pk_intern(name);
+    const char* text = id != 0 ? pk_name_string(id) : nullptr;
+    if (text == nullptr) return id;
+    is_operator = is_operator_call(fn);
+    if (n <= UINT32_MAX && cache.by_content.reserve([](const ContentSlot& s) { return s.key; })) {
+      cache.by_content.fill(cache.by_content.find(key, same_name),
+                            {key, text, static_cast<uint32_t>(n), id, is_operator});
     }
-    if (is_operator) slot = {name, epoch, id};
+  }
+  // Only a dispatcher operator's name (a schema's) has an address worth
+  // keeping: it stays put until the dispatcher changes (the epoch).
+  if (is_operator && epoch != 0 &&
+      cache.by_address.reserve([](const AddressSlot& s) { return address_hash(s.address); })) {
+    cache.by_address.fill(cache.by_address.find(address_hash(name), same_address), {name, epoch, id});
   }
   return id;
 }
@@ -129,14 +241,17 @@ void watch_operator_registrations() {
   });
 }
 
+uint64_t names_interned() noexcept { return g_interned.load(std::memory_order_relaxed); }
+
 pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept {
   const char* name = fn.name();
   NameCache* cache = t_cache;
   if (__builtin_expect(cache == nullptr, 0) && (cache = new_thread_cache()) == nullptr) return pk_intern(name);
-  AddressSlot& slot = cache->by_address[(reinterpret_cast<uintptr_t>(name) >> 4) % kSlots];
   const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
-  if (slot.address == name && slot.epoch == epoch) return slot.id;  // slots hold epochs > 0 only
-  return miss(fn, name, slot, epoch, *cache);
+  const AddressSlot* slot = cache->by_address.first_slot(address_hash(name));
+  // Slots hold epochs > 0 only; an address from an earlier epoch is looked up again.
+  if (slot != nullptr && slot->address == name && slot->epoch == epoch) return slot->id;
+  return miss(fn, name, epoch, *cache);
 }
 
 }  // namespace profkit_torch
