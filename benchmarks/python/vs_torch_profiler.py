@@ -264,8 +264,14 @@ def build_empty_callback(out_dir):
     from torch.utils import cpp_extension
 
     source = os.path.join(out_dir, "empty_callback.cpp")
-    with open(source, "w") as f:
-        f.write(EMPTY_CALLBACK_SOURCE)
+    try:
+        with open(source) as f:
+            unchanged = f.read() == EMPTY_CALLBACK_SOURCE
+    except OSError:
+        unchanged = False
+    if not unchanged:  # rewriting it would make the build start over (it goes by modification times)
+        with open(source, "w") as f:
+            f.write(EMPTY_CALLBACK_SOURCE)
     build = os.path.join(out_dir, "empty_callback_build")
     os.makedirs(build, exist_ok=True)
     return cpp_extension.load(
