@@ -32,7 +32,7 @@ from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning
 from .export_callbacks import export_chrome_tracing
 from .result import ProfilerResult
-from .scheduler import Scheduler, SchedulerArg, scheduler_from_argument, steady_until
+from .scheduler import Scheduler, SchedulerArg, predictable, scheduler_from_argument, steady_until
 from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
 
 __all__ = ["Profiler", "DEFAULT_LOG_DIR"]
@@ -266,7 +266,8 @@ class Profiler:
         self.step_num += 1
         if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
             _C.step(samples or 0)  # ends step n, begins n+1: one engine call
-            self._steady_until = self._next_change()
+            if self._predictable:
+                self._steady_until = self._next_change()
             return
         _C.step_end(samples or 0)
         transition = _lifecycle.plan(previous, current)
@@ -394,12 +395,13 @@ class Profiler:
     @scheduler.setter
     def scheduler(self, scheduler: SchedulerArg) -> None:
         self._scheduler = scheduler_from_argument(scheduler)
+        self._predictable = predictable(self._scheduler)
         self._steady_until = 0  # ask the new scheduler at the next step
 
     def _next_change(self) -> int:
-        """The first step after step_num that may be in another state (see steady_until)."""
-        if self.current_state is ProfilerState.RECORD_AND_RETURN:
-            return self.step_num + 1
+        """The first step after step_num that may be in another state (see steady_until); 0 if unknown."""
+        if not self._predictable or self.current_state is ProfilerState.RECORD_AND_RETURN:
+            return 0  # a callable of the user's is asked every step
         return steady_until(self._scheduler, self.step_num)
 
     def _scheduled_state(self, step: int) -> ProfilerState:

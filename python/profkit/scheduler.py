@@ -10,7 +10,7 @@ from typing import Callable, Sequence, Union
 
 from ._enums import ProfilerState
 
-__all__ = ["make_scheduler", "Scheduler", "SchedulerArg", "steady_until"]
+__all__ = ["make_scheduler", "Scheduler", "SchedulerArg", "predictable", "steady_until"]
 
 #: steady_until's answer for a state that never changes again.
 FOREVER = 1 << 62
@@ -121,6 +121,11 @@ def _default_state_scheduler(step: int) -> ProfilerState:
     return ProfilerState.RECORD
 
 
+def predictable(scheduler: Scheduler) -> bool:
+    """Whether steady_until can see ahead for ``scheduler`` (profkit's own schedulers)."""
+    return isinstance(scheduler, _PeriodicScheduler) or scheduler is _default_state_scheduler
+
+
 def steady_until(scheduler: Scheduler, step: int) -> int:
     """The first step after ``step`` at which ``scheduler`` may give another state.
 
@@ -131,9 +136,7 @@ def steady_until(scheduler: Scheduler, step: int) -> int:
     """
     if isinstance(scheduler, _PeriodicScheduler):
         return scheduler.steady_until(step)
-    if scheduler is _default_state_scheduler:
-        return FOREVER
-    return step + 1
+    return FOREVER if scheduler is _default_state_scheduler else step + 1
 
 
 def scheduler_from_argument(scheduler: SchedulerArg) -> Scheduler:
