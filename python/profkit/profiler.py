@@ -172,6 +172,18 @@ class Profiler:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # ---- the scheduler -------------------------------------------------------------
+    @property
+    def scheduler(self) -> Scheduler:
+        """The callable ``step -> ProfilerState`` that drives this Profiler."""
+        return self._scheduler
+
+    @scheduler.setter
+    def scheduler(self, scheduler: SchedulerArg) -> None:
+        self._scheduler = scheduler_from_argument(scheduler)
+        self._predictable = predictable(self._scheduler)
+        self._steady_until = 0  # ask the new scheduler at the next step
+
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         """Starts profiling at step 0 in the state the scheduler gives it.
@@ -387,17 +399,6 @@ class Profiler:
         return self._result
 
     # ---- internals ----------------------------------------------------------------
-    @property
-    def scheduler(self) -> Scheduler:
-        """The callable ``step -> ProfilerState`` that drives this Profiler."""
-        return self._scheduler
-
-    @scheduler.setter
-    def scheduler(self, scheduler: SchedulerArg) -> None:
-        self._scheduler = scheduler_from_argument(scheduler)
-        self._predictable = predictable(self._scheduler)
-        self._steady_until = 0  # ask the new scheduler at the next step
-
     def _next_change(self) -> int:
         """The first step after step_num that may be in another state (see steady_until); 0 if unknown."""
         if not self._predictable or self.current_state is ProfilerState.RECORD_AND_RETURN:
