@@ -101,7 +101,6 @@ class StepTimer:
         self._samples: List[Optional[int]] = []
         self._step_start = 0
         self._reader_mark = 0  # reader_time_ns() when the step in progress began
-        self._reader_pending = 0  # add_reader_time() during the step in progress
         self._info_from = 0  # first step not yet reported by step_info
         self._running = False
 
@@ -127,26 +126,20 @@ class StepTimer:
         """Ends the run; the step in progress is not counted."""
         self._running = False
 
-    def add_reader_time(self, ns: int) -> None:
-        """Adds data-loading time measured by hand to the step in progress."""
-        self._reader_pending += ns
-
     def step(self, num_samples: Optional[int] = None) -> None:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
         reader_total = reader_time_ns()
         self._batch_ns.append(now - self._step_start)
-        self._reader_ns.append(reader_total - self._reader_mark + self._reader_pending)
+        self._reader_ns.append(reader_total - self._reader_mark)
         self._samples.append(num_samples)
         self._reader_mark = reader_total
-        self._reader_pending = 0
         self._step_start = now
 
     def restart_step(self) -> None:
         """Restarts the step in progress now (leaves out the profiler's own work, such as on_trace_ready)."""
         self._step_start = clock_ns()
         self._reader_mark = reader_time_ns()
-        self._reader_pending = 0
 
     def step_info(self, unit: Optional[str] = None) -> str:
         """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"``, averaged over the steps since the last call.

@@ -14,28 +14,39 @@ MS = 1_000_000
 
 
 class FakeClock:
+    """The timer's clock and the engine's reader-time total, both under the test's control."""
+
     def __init__(self):
         self.now = 1_000 * MS
+        self.reader_total = 7 * MS
 
     def __call__(self):
         return self.now
 
+    def reader_time_ns(self):
+        return self.reader_total
+
     def advance(self, ns):
         self.now += ns
+
+    def load(self, ns):
+        """ns of data loading: the clock and the reader total move together."""
+        self.now += ns
+        self.reader_total += ns
 
 
 @pytest.fixture
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr(timer_module, "clock_ns", fake)
+    monkeypatch.setattr(timer_module, "reader_time_ns", fake.reader_time_ns)
     return fake
 
 
 def run_steps(timer, clock, batches_ms, readers_ms=None, samples=None):
     for k, batch in enumerate(batches_ms):
         reader = readers_ms[k] if readers_ms else 0
-        clock.advance(reader * MS)
-        timer.add_reader_time(reader * MS)
+        clock.load(reader * MS)
         clock.advance((batch - reader) * MS)
         timer.step(samples[k] if samples else None)
 
