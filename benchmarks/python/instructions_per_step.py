@@ -122,6 +122,7 @@ def child(args):
                     for _ in range(4):
                         run(prof.step)
                 prof.stop()
+        # The measured window ran four passes of --steps steps: three warm-up, one counted.
         events = int(prof.profiler_result.info["host_event_count"]) / (4 * args.steps)
         pk_torch.disable()
     with open(os.path.join(args.out_dir, "events.json"), "w") as f:
