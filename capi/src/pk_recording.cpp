@@ -20,12 +20,19 @@ namespace {
 
 // The recording paths, out of line so that the not-recording path of each
 // entry point is a load, a test and a return (the call below is a tail jump).
-PK_NOINLINE void begin_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+//
+// The two a framework calls per operator, and their entry points, are PK_HOT:
+// the compiler puts them in .text.hot, which the linker gathers in one place,
+// so an event runs a few neighbouring cache lines of ours rather than lines
+// spread through the library. Between two operators the framework evicts most
+// of L1i, so every line an event touches tends to be a miss (callgrind's
+// cache simulation counted ~1.7 per pk_end_event before).
+PK_NOINLINE PK_HOT void begin_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
   if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, static_cast<uint8_t>(type));
 }
 
-PK_NOINLINE void end_recording(uint32_t window) noexcept {
+PK_NOINLINE PK_HOT void end_recording(uint32_t window) noexcept {
   ThreadBuffer* tb = profkit::t_thread_buffer;
   if (PK_UNLIKELY(tb == nullptr)) {
     profkit::Recorder::count_unmatched_without_buffer();
@@ -76,13 +83,13 @@ PK_API pk_name_id pk_intern(const char* utf8_name) noexcept {
 
 PK_API const char* pk_name_string(pk_name_id id) noexcept { return profkit::NameTable::instance().lookup(id); }
 
-PK_API void pk_begin_event(pk_name_id name, pk_event_type type) noexcept {
+PK_API PK_HOT void pk_begin_event(pk_name_id name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
   begin_recording(window, name, type);
 }
 
-PK_API void pk_end_event(void) noexcept {
+PK_API PK_HOT void pk_end_event(void) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
   end_recording(window);

@@ -11,6 +11,10 @@ namespace clock_detail {
 bool g_use_tsc = false;
 }  // namespace clock_detail
 
+#if PK_HAVE_TSC
+uint64_t monotonic_ticks() noexcept { return monotonic_ns(); }
+#endif
+
 namespace {
 
 // The TSC is usable as a clock only when it ticks at a constant rate through

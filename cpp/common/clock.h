@@ -41,12 +41,21 @@ namespace clock_detail {
 extern bool g_use_tsc;
 }  // namespace clock_detail
 
+#if PK_HAVE_TSC
+// CLOCK_MONOTONIC where the TSC is not used: out of line, because it needs a
+// stack frame (the timespec) that would otherwise be set up on every call of
+// the hot path whether it reads the TSC or not.
+PK_NOINLINE PK_COLD uint64_t monotonic_ticks() noexcept;
+#endif
+
 // Raw ticks for the hot path. Only meaningful through a TickConverter.
 PK_ALWAYS_INLINE uint64_t read_ticks() noexcept {
 #if PK_HAVE_TSC
   if (PK_LIKELY(clock_detail::g_use_tsc)) return __rdtsc();
-#endif
+  return monotonic_ticks();
+#else
   return monotonic_ns();
+#endif
 }
 
 // A simultaneous reading of ticks and CLOCK_MONOTONIC.

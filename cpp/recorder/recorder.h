@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/compiler.h"
 #include "profkit/profkit.h"
 #include "recorder/activity_source.h"
 #include "recorder/cpu_usage.h"
@@ -45,7 +46,7 @@ class Recorder {
   void remove_state_listener(uint64_t handle);
 
   // Unmatched ends on threads that never recorded (they have no buffer).
-  static void count_unmatched_without_buffer() noexcept;
+  PK_COLD static void count_unmatched_without_buffer() noexcept;
   static uint64_t unmatched_without_buffer_total() noexcept;
 
  private:

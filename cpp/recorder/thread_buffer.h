@@ -132,8 +132,12 @@ class alignas(64) ThreadBuffer {
       dropped_events.add();
       return;
     }
-    records_[count_++] = record;
-    chunk_->committed.store(count_, std::memory_order_release);
+    // The new count in a local: a RawRecord store may alias count_ (both hold
+    // uint32_t), which would make the compiler load it again for `committed`.
+    const uint32_t count = count_ + 1;
+    records_[count - 1] = record;
+    count_ = count;
+    chunk_->committed.store(count, std::memory_order_release);
     recorded_events.add();
   }
 
@@ -175,8 +179,8 @@ class alignas(64) ThreadBuffer {
   uint64_t reported_overflowed = 0;
 
  private:
-  void start_window(uint32_t window) noexcept;
-  PK_NOINLINE bool next_chunk(uint32_t needed) noexcept;
+  PK_COLD void start_window(uint32_t window) noexcept;
+  PK_NOINLINE PK_COLD bool next_chunk(uint32_t needed) noexcept;
   Chunk* take_spare() noexcept;
   static void drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept;
 
@@ -197,7 +201,7 @@ extern PK_TLS_FAST ThreadBuffer* t_thread_buffer;
 
 // Slow path of the first record on a thread: creates and registers its
 // buffer. nullptr when the thread is exiting or memory ran out.
-PK_NOINLINE ThreadBuffer* attach_current_thread() noexcept;
+PK_NOINLINE PK_COLD ThreadBuffer* attach_current_thread() noexcept;
 
 PK_ALWAYS_INLINE ThreadBuffer* current_thread_buffer() noexcept {
   ThreadBuffer* tb = t_thread_buffer;

@@ -71,6 +71,27 @@ def test_warm_name_caches_intern_nothing_more(pk_torch):
     assert native.names_interned() == interned
 
 
+def test_warm_operators_are_found_by_address(pk_torch):
+    # Once warm, a dispatcher operator's name is found by its schema string's
+    # address; only names built per call (a backward node's range, "detach")
+    # are looked up by their text. The address table is probed past its first
+    # slot: an operator whose slot another took first went to the content
+    # lookup on every call (strlen, a hash, memcmp), a few per training step.
+    pk_torch.enable()
+    native = pk_torch._current.native
+    loader = make_loader(n=24)
+    train(loader)  # warms the caches
+    before = native.content_lookups()
+    prof = train(loader)
+    lookups = native.content_lookups() - before
+    registered = {name.split(".")[0] for name in torch._C._dispatch_get_all_op_names()}
+    operators = names_of_type(events_of(prof), OPERATOR)
+    built_per_call = [n for n in operators if n not in registered]
+    assert any(n.startswith("autograd::engine::evaluate_function: ") for n in built_per_call)
+    assert len(operators) - len(built_per_call) > 100  # dispatcher operators, all found by address
+    assert 0 < lookups <= len(built_per_call)
+
+
 def _define_op(namespace, op_name, fn):
     """A custom operator defined at run time (the dispatcher registers it); returns (library, op)."""
     library = torch.library.Library(namespace, "DEF")

@@ -127,7 +127,7 @@ bool starts_with(const char* text, const char (&prefix)[N]) {
   return std::strncmp(text, prefix, N - 1) == 0;
 }
 
-void on_range_start(const at::RecordFunction& fn) {
+PK_HOOK_COLD void on_range_start(const at::RecordFunction& fn) {
   const char* name = fn.name();
   if (starts_with(name, kDataLoaderNext)) return;
   if (starts_with(name, kOptimizerStep)) {
@@ -137,7 +137,7 @@ void on_range_start(const at::RecordFunction& fn) {
   }
 }
 
-void on_range_end(const at::RecordFunction& fn) {
+PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) {
   if (starts_with(fn.name(), kDataLoaderNext)) return;
   // A range ended through a future may end on another thread: its begin
   // stays open on the first thread (and is left out) rather than closing
@@ -149,7 +149,7 @@ void on_range_end(const at::RecordFunction& fn) {
 // ---- the callbacks: operators first, user ranges off the hot path -------------------
 // Two start callbacks, one per record_shapes setting, so that the common one
 // reads no flag per operator; arm() registers the one asked for.
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (__builtin_expect(fn.scope() != at::RecordScope::FUNCTION, 0)) {
     on_range_start(fn);
     return nullptr;
@@ -158,7 +158,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
+PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
   if (fn.scope() != at::RecordScope::FUNCTION) {
     on_range_start(fn);
     return nullptr;
@@ -168,7 +168,7 @@ std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFuncti
   return nullptr;
 }
 
-void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+PK_HOOK_HOT void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (__builtin_expect(fn.scope() != at::RecordScope::FUNCTION, 0)) {
     on_range_end(fn);
     return;
@@ -285,6 +285,10 @@ PyObject* forget_after_fork(PyObject*, PyObject*) {
 
 PyObject* names_interned(PyObject*, PyObject*) { return PyLong_FromUnsignedLongLong(profkit_torch::names_interned()); }
 
+PyObject* content_lookups(PyObject*, PyObject*) {
+  return PyLong_FromUnsignedLongLong(profkit_torch::content_lookups());
+}
+
 PyObject* installed(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return PyBool_FromLong(g_listener != 0);
@@ -306,6 +310,8 @@ PyMethodDef kMethods[] = {
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
     {"names_interned", names_interned, METH_NOARGS,
      "names_interned() -> int: operator and range names the per-thread caches have sent to pk_intern so far"},
+    {"content_lookups", content_lookups, METH_NOARGS,
+     "content_lookups() -> int: names looked up by their text so far (not found by address)"},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -103,10 +103,6 @@ class ProbeTable {
   ProbeTable& operator=(const ProbeTable&) = delete;
   ~ProbeTable() { delete[] slots_; }
 
-  // Where a lookup of `hash` starts (nullptr before the first reserve()):
-  // the slot that holds its key, but for a collision.
-  const Slot* first_slot(uint64_t hash) const noexcept { return slots_ == nullptr ? nullptr : &slots_[hash & mask_]; }
-
   // The slot holding a key for which `matches` is true, or else the empty
   // slot where `hash`'s key belongs; nullptr before the first reserve().
   template <class Matches>
@@ -169,16 +165,13 @@ struct CacheOwner {
   }
 };
 
-NameCache* new_thread_cache() noexcept {
-  thread_local CacheOwner owner;  // frees this thread's caches when it exits
-  (void)owner;
-  t_cache = new (std::nothrow) NameCache();
-  return t_cache;
-}
-
 std::atomic<uint64_t> g_interned{0};  // names that took the slow path (pk_intern)
+// Lookups that missed the address table (by_content): names built per call,
+// and operators seen at a new address or in a new epoch. Tens per training
+// step, against hundreds of operators that never touch it.
+std::atomic<uint64_t> g_content_lookups{0};
 
-bool is_operator_call(const at::RecordFunction& fn) noexcept {
+PK_HOOK_COLD bool is_operator_call(const at::RecordFunction& fn) noexcept {
   try {
     return fn.operator_name().has_value();  // copies the name
   } catch (...) {                           // out of memory copying the name: just do not cache it
@@ -186,45 +179,65 @@ bool is_operator_call(const at::RecordFunction& fn) noexcept {
   }
 }
 
-// The slow path of operator_name_id: the rest of the address table, then the
-// content table (interning the name on a miss); caches a dispatcher
-// operator's name by address for the next call.
-__attribute__((noinline)) pk_name_id miss(const at::RecordFunction& fn, const char* name, uint64_t epoch,
-                                          NameCache& cache) noexcept {
-  const auto same_address = [name](const AddressSlot& s) { return s.address == name; };
-  if (const AddressSlot* slot = cache.by_address.find(address_hash(name), same_address);
-      slot != nullptr && slot->address == name && slot->epoch == epoch && epoch != 0) {
-    return slot->id;  // an operator whose first slot another address holds
+// Code layout. operator_name_id runs for every operator and by_content for
+// every name built per call (each backward node's range, "detach"...):
+// both are PK_HOT, so they sit in .text.hot next to the callbacks, and what
+// they call only the first time a thread sees a name is cold, out of their
+// cache lines. Between two operators torch's own code evicts most of L1i:
+// every line the per-event path spans is a likely miss (callgrind's cache
+// simulation: ~10 per event before this layout, half of profkit's extra
+// misses over a clock-only callback).
+
+// Caches a dispatcher operator's name by address for the next call: only a
+// schema's name has an address worth keeping -- it stays put until the
+// dispatcher changes (the epoch).
+PK_HOOK_COLD void cache_address(const char* name, uint64_t epoch, pk_name_id id, NameCache& cache) noexcept {
+  if (epoch == 0 || !cache.by_address.reserve([](const AddressSlot& s) { return address_hash(s.address); })) return;
+  cache.by_address.fill(
+      cache.by_address.find(address_hash(name), [name](const AddressSlot& s) { return s.address == name; }),
+      {name, epoch, id});
+}
+
+// A name this thread has not seen: interned, then cached by content (and by
+// address when it is a dispatcher operator's).
+PK_HOOK_COLD pk_name_id intern_new(const at::RecordFunction& fn, const char* name, size_t n, uint64_t key,
+                                   uint64_t epoch, NameCache& cache) noexcept {
+  g_interned.fetch_add(1, std::memory_order_relaxed);
+  const pk_name_id id = pk_intern(name);
+  const char* text = id != 0 ? pk_name_string(id) : nullptr;
+  if (text == nullptr) return id;
+  const bool is_operator = is_operator_call(fn);
+  if (n <= UINT32_MAX && cache.by_content.reserve([](const ContentSlot& s) { return s.key; })) {
+    cache.by_content.fill(cache.by_content.find(key, [](const ContentSlot&) { return false; }),
+                          {key, text, static_cast<uint32_t>(n), id, is_operator});
   }
+  if (is_operator) cache_address(name, epoch, id, cache);
+  return id;
+}
+
+// A name the address table does not hold: looked up by content. Out of line,
+// so that operator_name_id's own path stays a few instructions long.
+__attribute__((noinline)) PK_HOOK_HOT pk_name_id by_content(const at::RecordFunction& fn, const char* name,
+                                                            uint64_t epoch, NameCache& cache) noexcept {
+  g_content_lookups.fetch_add(1, std::memory_order_relaxed);
   const size_t n = std::strlen(name);
   const uint64_t key = content_hash(name, n);
-  const auto same_name = [&](const ContentSlot& s) {
-    return s.key == key && s.length == n && std::memcmp(s.text, name, n) == 0;
-  };
-  pk_name_id id = 0;
-  bool is_operator = false;
-  if (const ContentSlot* slot = cache.by_content.find(key, same_name); slot != nullptr && !slot->empty()) {
-    id = slot->id;
-    if (!slot->operator_name) return id;
-    is_operator = is_operator_call(fn);  // an operator's again (its address is new, or the epoch moved on)
-  } else {
-    g_interned.fetch_add(1, std::memory_order_relaxed);
-    id = pk_intern(name);
-    const char* text = id != 0 ? pk_name_string(id) : nullptr;
-    if (text == nullptr) return id;
-    is_operator = is_operator_call(fn);
-    if (n <= UINT32_MAX && cache.by_content.reserve([](const ContentSlot& s) { return s.key; })) {
-      cache.by_content.fill(cache.by_content.find(key, same_name),
-                            {key, text, static_cast<uint32_t>(n), id, is_operator});
-    }
-  }
-  // Only a dispatcher operator's name (a schema's) has an address worth
-  // keeping: it stays put until the dispatcher changes (the epoch).
-  if (is_operator && epoch != 0 &&
-      cache.by_address.reserve([](const AddressSlot& s) { return address_hash(s.address); })) {
-    cache.by_address.fill(cache.by_address.find(address_hash(name), same_address), {name, epoch, id});
-  }
-  return id;
+  const ContentSlot* slot = cache.by_content.find(
+      key, [&](const ContentSlot& s) { return s.key == key && s.length == n && std::memcmp(s.text, name, n) == 0; });
+  if (slot == nullptr || slot->empty()) return intern_new(fn, name, n, key, epoch, cache);
+  // A name first cached from an operator call is an operator's whose address
+  // is new here (or whose epoch has passed): worth caching by address again.
+  // Names first seen outside the dispatcher are never asked (a backward
+  // node's range is rebuilt on every call).
+  if (slot->operator_name && is_operator_call(fn)) cache_address(name, epoch, slot->id, cache);
+  return slot->id;
+}
+
+PK_HOOK_COLD NameCache* new_thread_cache() noexcept {
+  thread_local CacheOwner owner;  // frees this thread's caches when it exits
+  (void)owner;
+  t_cache = new (std::nothrow) NameCache();
+  return t_cache;
 }
 
 }  // namespace
@@ -243,15 +256,22 @@ void watch_operator_registrations() {
 
 uint64_t names_interned() noexcept { return g_interned.load(std::memory_order_relaxed); }
 
-pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept {
+uint64_t content_lookups() noexcept { return g_content_lookups.load(std::memory_order_relaxed); }
+
+PK_HOOK_HOT pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept {
   const char* name = fn.name();
   NameCache* cache = t_cache;
   if (__builtin_expect(cache == nullptr, 0) && (cache = new_thread_cache()) == nullptr) return pk_intern(name);
   const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
-  const AddressSlot* slot = cache->by_address.first_slot(address_hash(name));
+  // Probed to the end, not just the first slot: an operator whose slot
+  // another address took first must not fall to the content lookup on every
+  // call (it did: a few of mlp's operators went through strlen, a hash and
+  // memcmp each time).
+  const AddressSlot* slot =
+      cache->by_address.find(address_hash(name), [name](const AddressSlot& s) { return s.address == name; });
   // Slots hold epochs > 0 only; an address from an earlier epoch is looked up again.
   if (slot != nullptr && slot->address == name && slot->epoch == epoch) return slot->id;
-  return miss(fn, name, epoch, *cache);
+  return by_content(fn, name, epoch, *cache);
 }
 
 }  // namespace profkit_torch

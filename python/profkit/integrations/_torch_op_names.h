@@ -16,6 +16,13 @@
 #include <ATen/record_function.h>
 #include <profkit/profkit.h>
 
+// The hook's code layout: what runs on every operator is hot (GCC and Clang
+// put it in .text.hot, which the linker gathers, next to the callbacks), what
+// runs once per name or per thread is cold (out of those cache lines). See
+// _torch_op_names.cpp.
+#define PK_HOOK_HOT __attribute__((hot))
+#define PK_HOOK_COLD __attribute__((noinline, cold))
+
 namespace profkit_torch {
 
 // Follows the dispatcher's operator registrations from now on (idempotent).
@@ -31,5 +38,10 @@ pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept;
 // far: each distinct name should cost one per thread, and no more once the
 // caches are warm (a test holds the hook to that).
 uint64_t names_interned() noexcept;
+
+// How many lookups every thread's caches together have made by content so
+// far: a name built per call (a backward node's range) takes that path on
+// every call, a dispatcher operator only until its address is cached.
+uint64_t content_lookups() noexcept;
 
 }  // namespace profkit_torch
