@@ -224,6 +224,23 @@ def main():
         f"  profkit above the clock-only callback: {above_clock:+,.0f} per step"
         + (f", {above_clock / events:.0f} per event ({events:.0f} events per step)" if events else "")
     )
+    if args.cache_sim:
+        # Simulated misses: I1mr/D1mr/D1mw first-level (instruction, data read,
+        # data write), ILmr/DLmr/DLmw last-level. Between two operators a
+        # framework evicts most of L1i, so a profiler's per-event code costs
+        # about one instruction-cache miss per line it spans.
+        kinds = [k for k in ("I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw") if k in results["baseline"]["per_step"]]
+        print("  cache misses added per step (simulated): " + ", ".join(kinds))
+        for config in CONFIGS[1:]:
+            per_step = results[config]["per_step"]
+            misses = [per_step[k] - results["baseline"]["per_step"][k] for k in kinds]
+            print(f"  {config:15s} " + " ".join(f"{m:+10,.0f}" for m in misses))
+        if events:
+            above = [
+                (results["profkit"]["per_step"][k] - results["clock callback"]["per_step"][k]) / events for k in kinds
+            ]
+            print("  profkit above the clock-only callback, per event: "
+                  + ", ".join(f"{k} {v:+.1f}" for k, v in zip(kinds, above)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workload": args.workload, "steps": args.steps, "results": results, "ratio": ratio}, f, indent=2)

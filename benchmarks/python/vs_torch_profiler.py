@@ -46,6 +46,7 @@ import gc
 import io
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -345,6 +346,11 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
         if name != "baseline"
     }
 
+    ratio_low, ratio_high = ratio_interval(
+        [p - b for p, b in zip(steps["profkit"], steps["baseline"])],
+        [t - b for t, b in zip(steps["torch.profiler"], steps["baseline"])],
+    )
+
     def median_detail(name, key):
         return statistics.median(d[key] for d in details[name])
 
@@ -355,10 +361,32 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
         "step_ms": {name: med[name] * 1e3 for name in names},
         "step_ms_per_round": {name: [round(v * 1e3, 4) for v in steps[name]] for name in names},
         "overhead_ms": {name: paired[name] * 1e3 for name in paired},
+        "ratio_interval_95": [ratio_low, ratio_high],
         "torch.profiler": {k: median_detail("torch.profiler", k) for k in details["torch.profiler"][0]},
         "profkit": {k: median_detail("profkit", k) for k in details["profkit"][0]},
     }
     return figures
+
+
+def ratio_interval(profkit_overheads, torch_overheads, resamples=2000, seed=0):
+    """A 95 % bootstrap interval for median(profkit) / median(torch.profiler) over rounds.
+
+    Rounds are resampled whole (each keeps its two paired overheads), so the
+    interval shows how much the ratio moves with which rounds the machine's
+    noise happened to hit; a run's ratio alone does not say that.
+    """
+    pairs = list(zip(profkit_overheads, torch_overheads))
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        sample = [rng.choice(pairs) for _ in pairs]
+        torch_median = statistics.median(t for _, t in sample)
+        if torch_median > 0:
+            ratios.append(statistics.median(p for p, _ in sample) / torch_median)
+    if len(ratios) < resamples // 2:
+        return float("nan"), float("nan")
+    ratios.sort()
+    return ratios[int(0.025 * (len(ratios) - 1))], ratios[int(0.975 * (len(ratios) - 1))]
 
 
 def report(f, verbose=False):
@@ -373,7 +401,11 @@ def report(f, verbose=False):
         pct = 100 * ov[name] / f["step_ms"]["baseline"]
         print(f"  {name:15s} {f['step_ms'][name]:8.3f} ms  overhead (paired) {ov[name]:+.3f} ms ({pct:+.1f} %)")
     ratio = ov["profkit"] / ov["torch.profiler"] if ov["torch.profiler"] > 0 else float("nan")
-    print(f"  profkit overhead / torch.profiler overhead = {ratio:.2f}  (goal <= 0.50)")
+    low, high = f["ratio_interval_95"]
+    print(
+        f"  profkit overhead / torch.profiler overhead = {ratio:.2f}  (goal <= 0.50; "
+        f"95 % bootstrap interval over rounds {low:.2f}-{high:.2f})"
+    )
     if "empty callback" in ov:
         floor = ov["empty callback"]
         above = float("nan")
