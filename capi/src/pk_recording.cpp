@@ -21,18 +21,21 @@ namespace {
 // The recording paths, out of line so that the not-recording path of each
 // entry point is a load, a test and a return (the call below is a tail jump).
 //
-// The two a framework calls per operator, and their entry points, are PK_HOT:
-// the compiler puts them in .text.hot, which the linker gathers in one place,
-// so an event runs a few neighbouring cache lines of ours rather than lines
-// spread through the library. Between two operators the framework evicts most
-// of L1i, so every line an event touches tends to be a miss (callgrind's
-// cache simulation counted ~1.7 per pk_end_event before).
-PK_NOINLINE PK_HOT void begin_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+// pk_begin_event and pk_end_event, which a framework calls for every
+// operator, record inline instead: ThreadBuffer::try_begin / try_end handle
+// the common case without a call, so these two need no stack frame and each
+// spans two or three cache lines; every other case (a thread's first record,
+// a new window, a full chunk, an unmatched end) goes to begin_general /
+// end_general. Between two operators the framework evicts most of L1i, so
+// every line an event executes tends to be an instruction-cache miss: they
+// are what profkit costs above reading the clock (callgrind's cache
+// simulation, BENCHMARKS.md). PK_HOT puts both in .text.hot, together.
+PK_NOINLINE PK_COLD void begin_general(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
   if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, static_cast<uint8_t>(type));
 }
 
-PK_NOINLINE PK_HOT void end_recording(uint32_t window) noexcept {
+PK_NOINLINE PK_COLD void end_general(uint32_t window) noexcept {
   ThreadBuffer* tb = profkit::t_thread_buffer;
   if (PK_UNLIKELY(tb == nullptr)) {
     profkit::Recorder::count_unmatched_without_buffer();
@@ -86,13 +89,17 @@ PK_API const char* pk_name_string(pk_name_id id) noexcept { return profkit::Name
 PK_API PK_HOT void pk_begin_event(pk_name_id name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  begin_recording(window, name, type);
+  ThreadBuffer* tb = profkit::t_thread_buffer;
+  if (PK_LIKELY(tb != nullptr) && PK_LIKELY(tb->try_begin(window, name, static_cast<uint8_t>(type)))) return;
+  begin_general(window, name, type);
 }
 
 PK_API PK_HOT void pk_end_event(void) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  end_recording(window);
+  ThreadBuffer* tb = profkit::t_thread_buffer;
+  if (PK_LIKELY(tb != nullptr) && PK_LIKELY(tb->try_end(window))) return;
+  end_general(window);
 }
 
 PK_API void pk_begin_event_str(const char* utf8_name, pk_event_type type) noexcept {

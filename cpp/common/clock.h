@@ -58,6 +58,25 @@ PK_ALWAYS_INLINE uint64_t read_ticks() noexcept {
 #endif
 }
 
+// The hot paths' clock read, without a call or a test: the TSC on x86, which
+// callers may use only when it is the clock (ticks_inline_ok()).
+PK_ALWAYS_INLINE uint64_t read_ticks_inline() noexcept {
+#if PK_HAVE_TSC
+  return __rdtsc();
+#else
+  return monotonic_ns();
+#endif
+}
+
+// Whether read_ticks_inline() reads the engine clock (fixed once loaded).
+inline bool ticks_inline_ok() noexcept {
+#if PK_HAVE_TSC
+  return clock_detail::g_use_tsc;
+#else
+  return true;
+#endif
+}
+
 // A simultaneous reading of ticks and CLOCK_MONOTONIC.
 struct ClockAnchor {
   uint64_t ticks = 0;

@@ -3,7 +3,11 @@
 // Timestamps are raw clock ticks; collect converts them (common/clock.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "common/compiler.h"
 
 namespace profkit {
 
@@ -30,5 +34,30 @@ struct RawRecord {
   RecordKind kind;
 };
 static_assert(sizeof(RawRecord) == 24, "a host event must stay 24 bytes");
+static_assert(offsetof(RawRecord, name) == 16, "record_tail copies the last 8 bytes");
+
+// A RawRecord's last 8 bytes (name, type, depth, kind) as one word, so that
+// the hot path keeps an open event's half-made record in two registers and
+// stores it whole. The fields occupy distinct bytes: words made of different
+// fields combine with |.
+PK_ALWAYS_INLINE uint64_t record_tail(uint32_t name, uint8_t type, uint8_t depth, RecordKind kind) noexcept {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // What the memcpy below gives, in registers (GCC goes through the stack).
+  return uint64_t{name} | uint64_t{type} << 32 | uint64_t{depth} << 40 | uint64_t{static_cast<uint16_t>(kind)} << 48;
+#else
+  RawRecord r{0, 0, name, type, depth, kind};
+  uint64_t tail;
+  std::memcpy(&tail, &r.name, sizeof tail);
+  return tail;
+#endif
+}
+
+PK_ALWAYS_INLINE RawRecord make_record(uint64_t a, uint64_t b, uint64_t tail) noexcept {
+  RawRecord r;
+  r.a = a;
+  r.b = b;
+  std::memcpy(&r.name, &tail, sizeof tail);
+  return r;
+}
 
 }  // namespace profkit

@@ -59,6 +59,7 @@ void ThreadBuffer::start_window(uint32_t window) noexcept {
   // Events left open in an earlier window were reported as unfinished when
   // that window was collected; forget them.
   window_ = window;
+  inline_window_ = ticks_inline_ok() ? window : 0;
   window_snapshot_.store(window, std::memory_order_relaxed);
   depth_.store(0, std::memory_order_relaxed);
 }

@@ -51,21 +51,25 @@ class OwnerCounter {
 // much of L1, so each extra line the hot path touches is a likely miss.
 class alignas(64) ThreadBuffer {
  public:
-  static constexpr uint32_t kMaxDepth = 256;
+  static constexpr uint32_t kMaxDepth = 256;  // stack indices fit a record's depth byte
 
  private:
   struct OpenEvent {
     uint64_t start;
-    uint32_t name;
-    uint8_t type;
+    uint64_t tail;  // record_tail(name, type, 0, kEvent): the record's end but for its depth
   };
 
   // ---- owner, hot: declared first so that they share one cache line ----
   uint32_t window_ = 0;
+  // The window try_begin / try_end may record in: window_ where the clock is
+  // the TSC (or the platform has none), else 0, which no window has -- so one
+  // comparison also sends every event to the general path, which reads
+  // CLOCK_MONOTONIC, when the TSC is not the clock.
+  uint32_t inline_window_ = 0;
   std::atomic<uint32_t> depth_{0};
-  RawRecord* records_ = nullptr;
   uint32_t count_ = 0;
   uint32_t capacity_ = 0;
+  RawRecord* records_ = nullptr;
   Chunk* chunk_ = nullptr;
 
  public:
@@ -74,8 +78,8 @@ class alignas(64) ThreadBuffer {
   OwnerCounter recorded_events;
 
  private:
+  OpenEvent stack_[kMaxDepth];  // the first ones in the hot line too
   Chunk* own_spares_ = nullptr;
-  OpenEvent stack_[kMaxDepth];
 
  public:
   explicit ThreadBuffer(uint64_t tid);
@@ -84,14 +88,37 @@ class alignas(64) ThreadBuffer {
   ThreadBuffer& operator=(const ThreadBuffer&) = delete;
 
   // ---- owner: hot path ----
+  // try_begin / try_end: the common case only -- this window, a free stack
+  // slot (an open event to end), room in the chunk, the TSC -- inline and
+  // without a call, so that a caller needs no stack frame and spans few
+  // cache lines. They return false, having done nothing, in every other
+  // case, which begin() / end() handle.
+  PK_ALWAYS_INLINE bool try_begin(uint32_t window, uint32_t name, uint8_t type) noexcept {
+    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (PK_UNLIKELY(inline_window_ != window || d >= kMaxDepth)) return false;
+    depth_.store(d + 1, std::memory_order_relaxed);
+    stack_[d] = {read_ticks_inline(), record_tail(name, type, 0, RecordKind::kEvent)};
+    return true;
+  }
+
+  PK_ALWAYS_INLINE bool try_end(uint32_t window) noexcept {
+    const uint64_t now = read_ticks_inline();  // only used when inline_window_ matches
+    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    // d - 1 wraps when d == 0: an unmatched end takes end().
+    if (PK_UNLIKELY(inline_window_ != window || d - 1 >= kMaxDepth || count_ == capacity_)) return false;
+    depth_.store(d - 1, std::memory_order_relaxed);
+    const OpenEvent& e = stack_[d - 1];
+    store(make_record(e.start, now, e.tail | record_tail(0, 0, static_cast<uint8_t>(d - 1), RecordKind::kEvent)));
+    return true;
+  }
+
   PK_ALWAYS_INLINE void begin(uint32_t window, uint32_t name, uint8_t type) noexcept {
     if (PK_UNLIKELY(window_ != window)) start_window(window);
     const uint32_t d = depth_.load(std::memory_order_relaxed);
     depth_.store(d + 1, std::memory_order_relaxed);
     if (PK_UNLIKELY(d >= kMaxDepth)) return;  // counted when it ends
     OpenEvent& e = stack_[d];
-    e.name = name;
-    e.type = type;
+    e.tail = record_tail(name, type, 0, RecordKind::kEvent);
     e.start = read_ticks();
   }
 
@@ -107,8 +134,8 @@ class alignas(64) ThreadBuffer {
       overflowed_events.add();
       return;
     }
-    const OpenEvent& e = stack_[d - 1];
-    append({e.start, now, e.name, e.type, static_cast<uint8_t>(d - 1 > 255 ? 255 : d - 1), RecordKind::kEvent});
+    const OpenEvent& e = stack_[d - 1];  // d <= kMaxDepth: the depth fits its byte
+    append(make_record(e.start, now, e.tail | record_tail(0, 0, static_cast<uint8_t>(d - 1), RecordKind::kEvent)));
   }
 
   PK_ALWAYS_INLINE void instant(uint32_t window, uint32_t name, uint8_t type) noexcept {
@@ -132,6 +159,11 @@ class alignas(64) ThreadBuffer {
       dropped_events.add();
       return;
     }
+    store(record);
+  }
+
+  // Writes one record into the current chunk, which has room (count_ < capacity_).
+  PK_ALWAYS_INLINE void store(const RawRecord& record) noexcept {
     // The new count in a local: a RawRecord store may alias count_ (both hold
     // uint32_t), which would make the compiler load it again for `committed`.
     const uint32_t count = count_ + 1;

@@ -70,6 +70,50 @@ def test_record_collect_nesting_and_steps():
     assert len(args) == 4  # num_samples on the step, i on each operator
 
 
+_CLOCK_CHILD = r"""
+import json, time
+from profkit import _C, _records
+_C.set_state(2)
+before = _C.now_ns()
+outer, inner = _C.intern("outer"), _C.intern("inner")
+for _ in range(3):
+    _C.begin_event(outer, 0)
+    _C.begin_event(inner, 0)
+    time.sleep(0.002)
+    _C.end_event()
+    _C.end_event()
+after = _C.now_ns()
+_C.set_state(0)
+ev = _records.view(_C.collect().host_events, _records.HOST_EVENT)
+print(json.dumps({"before": before, "after": after, "events": [[int(e["start_ns"]), int(e["end_ns"]), int(e["depth"])] for e in ev]}))
+"""
+
+
+@pytest.mark.parametrize("clock", ["monotonic", "default"])
+def test_events_are_timed_on_either_clock(clock):
+    # PROFKIT_CLOCK=monotonic makes the engine read CLOCK_MONOTONIC instead of
+    # the TSC: every event then takes the general recording path (the inline
+    # one reads the TSC only), and its times must be as right as the TSC's.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("PROFKIT_CLOCK", None)
+    if clock == "monotonic":
+        env["PROFKIT_CLOCK"] = "monotonic"
+    done = subprocess.run([sys.executable, "-c", _CLOCK_CHILD], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    events = out["events"]
+    assert [depth for _, _, depth in events] == [0, 1] * 3
+    for start, end, depth in events:
+        assert out["before"] <= start <= end <= out["after"]
+        assert end - start >= 2_000_000  # each span holds a 2 ms sleep
+    for (outer_start, outer_end, _), (inner_start, inner_end, _) in zip(events[::2], events[1::2]):
+        assert outer_start <= inner_start <= inner_end <= outer_end
+
+
 def test_save_and_load_give_the_same_events(tmp_path):
     result = record_sample()
     path = str(tmp_path / "run.pktrace")
