@@ -222,7 +222,7 @@ EMPTY_CALLBACK_SOURCE = r"""
 #include <x86intrin.h>
 #endif
 namespace {
-at::CallbackHandle handles[2] = {0, 0};
+at::CallbackHandle handle = 0;
 thread_local uint64_t ring[1024];
 thread_local unsigned next = 0;
 inline uint64_t now() {
@@ -239,17 +239,17 @@ std::unique_ptr<at::ObserverContext> start_clock(const at::RecordFunction&) {
   return nullptr;
 }
 void end_clock(const at::RecordFunction&, at::ObserverContext*) { ring[next++ % 1024] = now(); }
+// One callback for both scopes, registered as profkit's hook registers its
+// own: torch's work per operator grows with the number of callbacks.
 PyObject* install(PyObject*, PyObject* clock) {
   const bool read_clock = PyObject_IsTrue(clock) == 1;
-  for (int k = 0; k < 2; ++k) {
-    const at::RecordScope scope = k == 0 ? at::RecordScope::FUNCTION : at::RecordScope::USER_SCOPE;
-    auto callback = read_clock ? at::RecordFunctionCallback(start_clock, end_clock) : at::RecordFunctionCallback(start, end);
-    handles[k] = at::addGlobalCallback(callback.scopes({scope}));
-  }
+  auto callback = read_clock ? at::RecordFunctionCallback(start_clock, end_clock) : at::RecordFunctionCallback(start, end);
+  handle = at::addGlobalCallback(callback.scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   Py_RETURN_NONE;
 }
 PyObject* uninstall(PyObject*, PyObject*) {
-  for (auto& h : handles) { if (h) at::removeCallback(h); h = 0; }
+  if (handle) at::removeCallback(handle);
+  handle = 0;
   Py_RETURN_NONE;
 }
 PyMethodDef methods[] = {{"install", install, METH_O, ""}, {"uninstall", uninstall, METH_NOARGS, ""},
