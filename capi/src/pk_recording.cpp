@@ -27,9 +27,10 @@ namespace {
 // spans two or three cache lines; every other case (a thread's first record,
 // a new window, a full chunk, an unmatched end) goes to begin_general /
 // end_general. Between two operators the framework evicts most of L1i, so
-// every line an event executes tends to be an instruction-cache miss: they
-// are what profkit costs above reading the clock (callgrind's cache
-// simulation, BENCHMARKS.md). PK_HOT puts both in .text.hot, together.
+// every line an event executes tends to be an instruction-cache miss, and
+// those misses were most of what profkit cost above reading the clock
+// (callgrind's cache simulation, BENCHMARKS.md). PK_HOT puts both in
+// .text.hot, together, each at the start of a cache line.
 PK_NOINLINE PK_COLD void begin_general(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
   if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, static_cast<uint8_t>(type));
