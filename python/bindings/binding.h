@@ -15,7 +15,11 @@ namespace profkit_py {
 
 namespace py = pybind11;
 
-// Raises the Python exception that matches `status`, carrying pk_last_error().
+// Sets the Python exception that matches `status`, carrying pk_last_error()
+// (for plain CPython functions, which then return nullptr).
+void set_status_error(pk_status status);
+
+// Raises that exception (for pybind11 functions).
 [[noreturn]] void raise_status(pk_status status);
 
 inline void check(pk_status status) {
@@ -57,7 +61,8 @@ Column make_column(py::object owner, const T* (*accessor)(const pk_result*, size
 // a bad name never makes a whole trace unreadable from Python. NULL is "".
 py::str decode(const char* text);
 
-void bind_engine(py::module_& m);                              // engine.cpp: recording, state, steps, config
+void bind_engine(py::module_& m);     // engine.cpp: recording, state, steps, config
+void bind_hot_calls(py::module_& m);  // hot_calls.cpp: step(), reader_time_ns(), is_recording()
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result
 void bind_record_event(py::module_& m);                        // record_event.cpp: RecordEvent (raw CPython type)
 void bind_gpu(py::module_& m);                                 // gpu.cpp: GPU tracing control

@@ -4,7 +4,7 @@
 
 namespace profkit_py {
 
-[[noreturn]] void raise_status(pk_status status) {
+void set_status_error(pk_status status) {
   const std::string message = pk_last_error();
   switch (status) {
     case PK_ERR_NOT_FOUND:
@@ -25,6 +25,10 @@ namespace profkit_py {
       PyErr_SetString(PyExc_ValueError, message.c_str());
       break;
   }
+}
+
+[[noreturn]] void raise_status(pk_status status) {
+  set_status_error(status);
   throw py::error_already_set();
 }
 

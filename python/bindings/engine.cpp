@@ -1,4 +1,5 @@
-// Recording, state, steps and configuration: one Python function per C ABI call.
+// Recording, state, steps and configuration: one Python function per C ABI call
+// (but step() and reader_time_ns(), which every training step calls: hot_calls.cpp).
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -39,7 +40,6 @@ void bind_engine(py::module_& m) {
   m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
   m.def("data_loading_begin", &pk_data_loading_begin, "Opens a data-loading range on this thread", py::arg("name_id"));
   m.def("data_loading_end", &pk_data_loading_end, "Closes this thread's innermost data-loading range");
-  m.def("reader_time_ns", &pk_reader_time_ns, "ns spent in outermost data-loading ranges, all threads, so far");
   m.def(
       "set_thread_name", [](const std::string& name) { check(pk_set_thread_name(name.c_str())); }, py::arg("name"));
   m.def("record_memory", &pk_record_memory, py::arg("device"), py::arg("address"), py::arg("bytes"),
@@ -48,8 +48,6 @@ void bind_engine(py::module_& m) {
   m.def(
       "set_state", [](int state) { check(pk_set_state(static_cast<pk_state>(state))); }, py::arg("state"));
   m.def("get_state", [] { return static_cast<int>(pk_get_state()); });
-  m.def(
-      "step", [](uint64_t n) { check(pk_step(n)); }, py::arg("num_samples") = 0);
   m.def(
       "step_begin", [](uint64_t n) { check(pk_step_begin(n)); }, py::arg("step_number"));
   m.def(

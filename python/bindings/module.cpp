@@ -9,6 +9,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "profkit engine binding (thin layer over the C ABI in profkit/profkit.h)";
   pybind11::class_<profkit_py::Result> result(m, "Result", "A collected or loaded trace (owns a pk_result)");
   profkit_py::bind_engine(m);
+  profkit_py::bind_hot_calls(m);
   profkit_py::bind_result(m, result);
   profkit_py::bind_record_event(m);
   profkit_py::bind_gpu(m);

@@ -474,8 +474,6 @@ void bind_record_event(py::module_& m) {
   }
   PyType_Modified(&RecordEventType);
   m.add_object("RecordEvent", py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&RecordEventType)));
-  m.def(
-      "is_recording", [] { return current_window() != 0; }, "True while a recording window is open");
 }
 
 }  // namespace profkit_py

@@ -70,6 +70,38 @@ def test_record_collect_nesting_and_steps():
     assert len(args) == 4  # num_samples on the step, i on each operator
 
 
+def test_step_ends_one_step_and_begins_the_next():
+    _C.set_state(RECORD)
+    _C.step_begin(5)
+    _C.step(32)  # ends step 5 with 32 samples, begins step 6
+    _C.step(num_samples=16)  # ends step 6
+    assert _C.is_recording()
+    _C.set_state(CLOSED)
+    assert not _C.is_recording()
+    result = _C.collect()
+    ev = host_events(result)
+    names = result.strings()
+    assert [names[n] for n in ev["name"]] == ["ProfileStep#5", "ProfileStep#6"]
+    args = _records.view(result.event_args, _records.EVENT_ARG)
+    assert [int(v) for v in args["value"]] == [32, 16]
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((-1,), {}), (("8",), {}), ((2.0,), {}), ((True,), {}), ((1, 2), {}), ((), {"samples": 1}), ((1,), {"num_samples": 1})],
+)
+def test_step_rejects_what_is_not_one_sample_count(args, kwargs):
+    with pytest.raises(TypeError, match="num_samples must be a non-negative int"):
+        _C.step(*args, **kwargs)
+
+
+def test_reader_time_counts_data_loading():
+    before = _C.reader_time_ns()
+    _C.data_loading_begin(_C.intern("fetch"))
+    _C.data_loading_end()
+    assert isinstance(before, int) and _C.reader_time_ns() > before
+
+
 _CLOCK_CHILD = r"""
 import json, time
 from profkit import _C, _records

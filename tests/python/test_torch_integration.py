@@ -483,6 +483,19 @@ def test_forward_wrapper_survives_exceptions_and_nests_per_thread(pk_torch, back
     assert names_of_type(events_of(prof), FORWARD) == ["Sequential.forward", "TinyNet.forward"]
 
 
+def test_forward_names_keep_their_suffix_when_the_class_name_is_long(pk_torch):
+    pk_torch.enable(backend="native")
+    short = type("Net" + "x" * 40, (nn.Module,), {"forward": lambda self, x: x + 1})()
+    long = type("Net" + "y" * 400, (nn.Module,), {"forward": lambda self, x: x * 2})()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        short(torch.ones(2))
+        long(torch.ones(2))
+    first, second = names_of_type(events_of(prof), FORWARD)
+    assert first == "Net" + "x" * 40 + ".forward"
+    # cut to the native wrapper's 255 bytes, the suffix kept
+    assert second == ("Net" + "y" * 400)[: 255 - len(".forward")] + ".forward"
+
+
 def test_a_window_opened_on_the_engine_directly_gets_all_but_forward(pk_torch):
     from profkit import _C
 

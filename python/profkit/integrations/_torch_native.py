@@ -47,7 +47,12 @@ __all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
 MODULE_NAME = "profkit_torch_hook"
 _HERE = Path(__file__).parent
 SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_call_ranges.cpp", _HERE / "_torch_op_names.cpp"]
-HEADERS = [_HERE / "_torch_call_ranges.h", _HERE / "_torch_op_names.h"]
+HEADERS = [
+    _HERE / "_torch_call_ranges.h",
+    _HERE / "_torch_op_names.h",
+    _HERE / "_torch_name_scan.h",
+    _HERE / "_torch_hook_layout.h",
+]
 _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
 # -fvisibility=hidden: the module exports PyInit only, so calls between its
 # own functions are direct rather than through the PLT; -fno-plt: its calls

@@ -1,6 +1,8 @@
 // See _torch_op_names.h.
 #include "_torch_op_names.h"
 
+#include "_torch_name_scan.h"
+
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <atomic>
@@ -28,43 +30,11 @@ class RegistrationWatcher final : public c10::OpRegistrationListener {
   static void bump() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
 };
 
-uint64_t load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
 
 uint64_t address_hash(const char* address) {
   const uint64_t h = reinterpret_cast<uintptr_t>(address) * kMul;
   return h ^ (h >> 32);
-}
-
-// A hash of every byte (8 at a time). Names built per call share long
-// prefixes and suffixes ("autograd::engine::evaluate_function: ...Backward0"),
-// so anything short of the whole text collides: a key made of the first and
-// last 8 bytes and the length put every backward node in one slot, and each
-// of them went through pk_intern in every step.
-uint64_t content_hash(const char* name, size_t n) {
-  uint64_t h = n * 0xC2B2AE3D27D4EB4Full;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    h = (h ^ load8(name + i)) * kMul;
-    h ^= h >> 32;
-  }
-  if (i < n) {
-    uint64_t last = 0;
-    if (n >= 8) {
-      last = load8(name + n - 8);  // the last 8 bytes, overlapping the words above
-    } else {
-      for (size_t b = 0; b < n; ++b) last |= uint64_t{static_cast<unsigned char>(name[b])} << (8 * b);
-    }
-    h = (h ^ last) * kMul;
-  }
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return (h ^ (h >> 32)) | 1;  // never 0, the empty key
 }
 
 struct AddressSlot {
@@ -75,7 +45,7 @@ struct AddressSlot {
 };
 
 struct ContentSlot {
-  uint64_t key;      // content_hash() of the name; 0 = empty
+  uint64_t key;      // scan_name(text).key; 0 = empty
   const char* text;  // profkit's interned copy: lives as long as the process
   uint32_t length;   // strlen(text)
   pk_name_id id;
@@ -221,11 +191,11 @@ PK_HOOK_COLD pk_name_id intern_new(const at::RecordFunction& fn, const char* nam
 __attribute__((noinline)) PK_HOOK_HOT pk_name_id by_content(const at::RecordFunction& fn, const char* name,
                                                             uint64_t epoch, NameCache& cache) noexcept {
   g_content_lookups.fetch_add(1, std::memory_order_relaxed);
-  const size_t n = std::strlen(name);
-  const uint64_t key = content_hash(name, n);
-  const ContentSlot* slot = cache.by_content.find(
-      key, [&](const ContentSlot& s) { return s.key == key && s.length == n && std::memcmp(s.text, name, n) == 0; });
-  if (slot == nullptr || slot->empty()) return intern_new(fn, name, n, key, epoch, cache);
+  const ScannedName scanned = scan_name(name);
+  const ContentSlot* slot = cache.by_content.find(scanned.key, [&](const ContentSlot& s) {
+    return s.key == scanned.key && s.length == scanned.length && same_text(s.text, name, scanned.length);
+  });
+  if (slot == nullptr || slot->empty()) return intern_new(fn, name, scanned.length, scanned.key, epoch, cache);
   // A name first cached from an operator call is an operator's whose address
   // is new here (or whose epoch has passed): worth caching by address again.
   // Names first seen outside the dispatcher are never asked (a backward

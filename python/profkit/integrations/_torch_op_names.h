@@ -16,12 +16,7 @@
 #include <ATen/record_function.h>
 #include <profkit/profkit.h>
 
-// The hook's code layout: what runs on every operator is hot (GCC and Clang
-// put it in .text.hot, which the linker gathers, next to the callbacks), what
-// runs once per name or per thread is cold (out of those cache lines). See
-// _torch_op_names.cpp.
-#define PK_HOOK_HOT __attribute__((hot))
-#define PK_HOOK_COLD __attribute__((noinline, cold))
+#include "_torch_hook_layout.h"
 
 namespace profkit_torch {
 
