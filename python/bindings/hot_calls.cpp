@@ -6,11 +6,12 @@
 // the time Profiler.step runs again its code is cold. pybind11's generic
 // dispatcher (argument loaders, overload resolution, exception translation)
 // is a lot of code to fetch: measured in an mlp training step, each of these
-// two calls cost 2-3 us through pybind11, most of Profiler.step's ~8 us
-// (hot, in a loop, 0.15 us). These functions are a few dozen instructions.
+// two calls cost 2-3 us through pybind11, most of Profiler.step's ~9 us
+// there (hot, in a loop, 0.15 us); Profiler.step went to ~5 us with these.
 //
-// Behaviour is the pybind11 functions': step(num_samples=0) takes a
-// non-negative int (TypeError for anything else) and raises what check()
+// Behaviour is the pybind11 functions', but that a bool is not taken for a
+// sample count: step(num_samples=0) takes a non-negative int (TypeError for
+// anything else) and raises what check()
 // raises for the engine's status; reader_time_ns() returns an int;
 // is_recording() a bool.
 //
