@@ -30,10 +30,8 @@ class RegistrationWatcher final : public c10::OpRegistrationListener {
   static void bump() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
 };
 
-constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-
 uint64_t address_hash(const char* address) {
-  const uint64_t h = reinterpret_cast<uintptr_t>(address) * kMul;
+  const uint64_t h = reinterpret_cast<uintptr_t>(address) * kNameMul;
   return h ^ (h >> 32);
 }
 
