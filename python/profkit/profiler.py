@@ -278,8 +278,7 @@ class Profiler:
         self.step_num += 1
         if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
             _C.step(samples or 0)  # ends step n, begins n+1: one engine call
-            if self._predictable:
-                self._steady_until = self._next_change()
+            self._steady_until = self._next_change()
             return
         _C.step_end(samples or 0)
         transition = _lifecycle.plan(previous, current)
