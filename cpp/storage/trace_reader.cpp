@@ -1,6 +1,9 @@
 #include <flatbuffers/flatbuffers.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "storage/mapped_file.h"
@@ -29,10 +32,23 @@ std::string foreign_file_problem(const uint8_t* data, size_t size) {
   return "it is not a profkit trace (no 'PKTR' file identifier)";
 }
 
+// A record column read in place from the mapped file, or copied when it is
+// not aligned for its records. profkit's writer aligns every one, but the
+// FlatBuffers verifier only checks a vector's 4-byte length, so a damaged or
+// foreign file can place 8-byte records 4 bytes off: reading those in place
+// is undefined behaviour (and a fault where alignment is enforced), and
+// pk_result_host_events & co. would hand callers misaligned arrays.
 template <class Record, class Schema>
 Column<Record> borrow(const flatbuffers::Vector<const Schema*>* v) {
   if (v == nullptr) return {};
-  return Column<Record>::borrowed(reinterpret_cast<const Record*>(v->Data()), v->size());
+  static_assert(sizeof(Record) == sizeof(Schema), "a record and its schema struct share one layout");
+  const uint8_t* bytes = v->Data();
+  if (reinterpret_cast<uintptr_t>(bytes) % alignof(Record) != 0) {
+    std::vector<Record> copy(v->size());
+    if (!copy.empty()) std::memcpy(copy.data(), bytes, copy.size() * sizeof(Record));
+    return Column<Record>(std::move(copy));
+  }
+  return Column<Record>::borrowed(reinterpret_cast<const Record*>(bytes), v->size());
 }
 
 std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }

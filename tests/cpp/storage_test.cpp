@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "profkit/profkit.h"
@@ -184,6 +186,51 @@ TEST(Storage, InconsistentOrFutureFilesAreRefused) {
   expect_load_error(dir.file("range.pktrace"), PK_ERR_CORRUPT, "thread 0");
   write_file(dir.file("name.pktrace"), craft(1, 1, 77));
   expect_load_error(dir.file("name.pktrace"), PK_ERR_CORRUPT, "host event 0");
+}
+
+// A valid FlatBuffer whose host events sit 4 bytes off their 8-byte
+// alignment, as a damaged file can have them: the verifier checks only the
+// vector's 4-byte length. Built both ways, 0 or 4 bytes of padding before
+// the vector, and returns the one that is misaligned (in a file mapped at a
+// page boundary, an offset's alignment is the address's).
+std::string craft_misaligned_host_events(const std::vector<pk_host_event>& events) {
+  for (const uint32_t pad : {0u, 4u}) {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<flatbuffers::Offset<flatbuffers::String>> strings = {b.CreateString(""), b.CreateString("x")};
+    auto strings_vec = b.CreateVector(strings);
+    std::vector<flatbuffers::Offset<schema::Thread>> threads = {
+        schema::CreateThread(b, 1, b.CreateString("t"), 0, events.size())};
+    auto threads_vec = b.CreateVector(threads);
+    auto meta = schema::CreateMetadata(b, b.CreateString("0"), b.CreateString("h"));
+    if (pad != 0) b.PushElement<uint32_t>(0);
+    const size_t bytes = events.size() * sizeof(pk_host_event);
+    b.StartVector(bytes / 4, 4);  // 4-byte aligned only, unlike CreateVectorOfStructs
+    b.PushBytes(reinterpret_cast<const uint8_t*>(events.data()), bytes);
+    const flatbuffers::Offset<flatbuffers::Vector<const schema::HostEvent*>> host(b.EndVector(events.size()));
+    auto trace = schema::CreateTrace(b, 1, 1, meta, strings_vec, threads_vec, host);
+    schema::FinishSizePrefixedTraceBuffer(b, trace);
+    const uint8_t* start = b.GetBufferPointer();
+    const uint8_t* data = schema::GetSizePrefixedTrace(start)->host_events()->Data();
+    if ((data - start) % 8 != 0) return std::string(reinterpret_cast<const char*>(start), b.GetSize());
+  }
+  ADD_FAILURE() << "could not place the host events off their alignment";
+  return {};
+}
+
+TEST(Storage, MisalignedRecordColumnsAreCopiedNotReadInPlace) {
+  TempDir dir;
+  const std::vector<pk_host_event> events = {{100, 900, 1, PK_EVENT_OPERATOR, 0, 0},
+                                             {200, 300, 1, PK_EVENT_OPERATOR, 1, 0}};
+  const std::string path = dir.file("misaligned.pktrace");
+  write_file(path, craft_misaligned_host_events(events));
+  // Under UBSan (CI's sanitizer build) reading them in place would abort here.
+  const auto r = load_result(path);
+  ASSERT_EQ(r->host_events.size(), 2u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(r->host_events.data()) % alignof(pk_host_event), 0u);
+  EXPECT_EQ(r->host_events[0].start_ns, 100u);
+  EXPECT_EQ(r->host_events[0].end_ns, 900u);
+  EXPECT_EQ(r->host_events[1].start_ns, 200u);
+  EXPECT_EQ(r->host_events[1].depth, 1u);
 }
 
 TEST(Storage, TheCApiReportsErrorsAndLeavesNoPartialResult) {
