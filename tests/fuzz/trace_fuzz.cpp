@@ -98,9 +98,27 @@ void walk(pk_result* r, const std::string& dir) {
     if (s != nullptr) sum += static_cast<unsigned char>(s[0]);
     sum += pk_result_parent(r, i) == PK_NO_EVENT ? 0 : 1;
   }
+  const pk_device_event* dev = pk_result_device_events(r, &n);
+  for (size_t i = 0; i < n; ++i) sum += dev[i].end_ns - dev[i].start_ns;
+  for (size_t i = 0; i < pk_result_metadata_count(r); ++i) {
+    const char* key = nullptr;
+    const char* value = nullptr;
+    if (pk_result_metadata(r, i, &key, &value) == PK_OK) sum += static_cast<unsigned char>(key[0]);
+  }
   (void)sum;
   const std::string out = dir + "/fuzz_out.trace.json";
   pk_result_export_chrome(r, out.c_str());
+  // The summary walks event trees, unions intervals and joins GPU work to
+  // its launches: every table, both layouts, as text and as JSON.
+  pk_summary_options options;
+  options.struct_size = sizeof options;
+  pk_summary_options_init(&options);
+  for (const int32_t thread_sep : {0, 1}) {
+    options.thread_sep = thread_sep;
+    char* text = nullptr;
+    if (pk_result_summary_text(r, &options, &text, nullptr) == PK_OK) pk_string_free(text);
+    if (pk_result_summary_json(r, &options, &text, nullptr) == PK_OK) pk_string_free(text);
+  }
 }
 
 }  // namespace
