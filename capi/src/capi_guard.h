@@ -3,7 +3,9 @@
 // and a pk_last_error() message. Nothing ever propagates into C callers.
 #pragma once
 
+#include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <string>
 
@@ -51,6 +53,34 @@ void copy_versioned(T* out, const T& filled, const char* function) {
   const size_t n = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
   std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t), reinterpret_cast<const char*>(&filled) + sizeof(size_t),
               n - sizeof(size_t));
+}
+
+// Where a field of a struct ends, for read_versioned's list.
+#define PK_FIELD_END(type, field) (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
+
+// A caller's input struct that starts with struct_size, read over `defaults`:
+// the fields its struct_size covers (an older caller's struct is shorter; a
+// newer one's is longer, and the fields this library does not know are not
+// read). struct_size must end where one of the struct's fields ends
+// (`field_ends`, struct_size's own end among them), as every version of the
+// struct does, or lie past the last: a size that cuts a field in two is a
+// caller's bug that would read half a value -- half a pointer -- so it is
+// refused with a message instead.
+template <class T>
+T read_versioned(const T& in, T defaults, const char* function, const char* type_name,
+                 std::initializer_list<size_t> field_ends) {
+  const size_t size = in.struct_size;
+  bool on_a_field_end = size >= sizeof(T);
+  for (const size_t end : field_ends) on_a_field_end = on_a_field_end || size == end;
+  if (!on_a_field_end || size < sizeof(size_t)) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": options->struct_size is " + std::to_string(size) +
+                                             ", which is not the size of any version of " + type_name +
+                                             "; set it to sizeof(" + type_name + ") (or pass NULL for the defaults)");
+  }
+  const size_t n = size < sizeof(T) ? size : sizeof(T);
+  std::memcpy(reinterpret_cast<char*>(&defaults) + sizeof(size_t), reinterpret_cast<const char*>(&in) + sizeof(size_t),
+              n - sizeof(size_t));
+  return defaults;
 }
 
 }  // namespace profkit

@@ -78,15 +78,19 @@ PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path
     require_result(r, "pk_result_export_chrome");
     require(path, "pk_result_export_chrome", "path");
     profkit::ChromeOptions o;
-    if (options != nullptr) {
-      pk_chrome_options given{};
-      given.struct_size = sizeof given;
-      pk_chrome_options_init(&given);
-      const size_t n = options->struct_size < sizeof given ? options->struct_size : sizeof given;
-      if (n > sizeof(size_t)) {
-        std::memcpy(reinterpret_cast<char*>(&given) + sizeof(size_t),
-                    reinterpret_cast<const char*>(options) + sizeof(size_t), n - sizeof(size_t));
-      }
+    // A struct_size below its own field's end was read as "all defaults"
+    // until 1.6 and still is (never break v1); sizes that cut a field in two
+    // are refused.
+    if (options != nullptr && options->struct_size >= sizeof(size_t)) {
+      using O = pk_chrome_options;
+      O defaults{};
+      defaults.struct_size = sizeof defaults;
+      pk_chrome_options_init(&defaults);
+      const O given = profkit::read_versioned(
+          *options, defaults, "pk_result_export_chrome", "pk_chrome_options",
+          {PK_FIELD_END(O, struct_size), PK_FIELD_END(O, label_durations), PK_FIELD_END(O, include_flows),
+           PK_FIELD_END(O, use_time_base), PK_FIELD_END(O, sort_index_offset), PK_FIELD_END(O, time_base_wall_ns),
+           PK_FIELD_END(O, pid), PK_FIELD_END(O, flow_id_offset), PK_FIELD_END(O, process_label_prefix)});
       o.label_durations = given.label_durations != 0;
       o.include_flows = given.include_flows != 0;
       o.use_time_base = given.use_time_base != 0;

@@ -30,17 +30,14 @@ pk_summary_options defaults() {
 // The caller's options over the defaults, reading only the fields its
 // struct_size covers (an older caller's struct is shorter).
 profkit::SummaryOptions read_options(const pk_summary_options* options, const char* function) {
-  pk_summary_options given = defaults();
-  if (options != nullptr) {
-    if (options->struct_size < sizeof(size_t)) {
-      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) +
-                                                        ": set options->struct_size to sizeof(pk_summary_options) "
-                                                        "(or pass NULL for the defaults)");
-    }
-    const size_t n = options->struct_size < sizeof given ? options->struct_size : sizeof given;
-    std::memcpy(reinterpret_cast<char*>(&given) + sizeof(size_t),
-                reinterpret_cast<const char*>(options) + sizeof(size_t), n - sizeof(size_t));
-  }
+  using O = pk_summary_options;
+  const O given =
+      options == nullptr
+          ? defaults()
+          : profkit::read_versioned(*options, defaults(), function, "pk_summary_options",
+                                    {PK_FIELD_END(O, struct_size), PK_FIELD_END(O, sorted_by),
+                                     PK_FIELD_END(O, op_detail), PK_FIELD_END(O, thread_sep),
+                                     PK_FIELD_END(O, time_unit), PK_FIELD_END(O, views), PK_FIELD_END(O, row_limit)});
   return profkit::make_summary_options(given.sorted_by, given.op_detail != 0, given.thread_sep != 0, given.time_unit,
                                        given.views, given.row_limit);
 }

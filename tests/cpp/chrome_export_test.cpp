@@ -2,8 +2,12 @@
 // JSON itself is parsed by the Python tests (tests/python/test_export.py).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstddef>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "export/chrome_trace.h"
@@ -138,6 +142,33 @@ TEST(ChromeExport, PlacementAtTheTracesOwnBaseChangesNoTime) {
   export_chrome_trace(*r, dir.file("a.json"), o);
   export_chrome_trace(*r, dir.file("b.json"), ChromeOptions{});
   EXPECT_EQ(read_file(dir.file("a.json")), read_file(dir.file("b.json")));
+}
+
+TEST(ChromeExport, AStructSizeThatCutsAFieldInTwoIsRefused) {
+  TempDir dir;
+  save_result(*profkit_test::make_sample_result(), dir.file("s.pktrace"));
+  profkit_test::ResultPtr r = profkit_test::load(dir.file("s.pktrace"));
+  pk_chrome_options o{};
+  o.struct_size = sizeof o;
+  pk_chrome_options_init(&o);
+  o.process_label_prefix = "rank0: ";
+  // Half of the label pointer: read, it would be an address nobody wrote.
+  o.struct_size = offsetof(pk_chrome_options, process_label_prefix) + 4;
+  EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("cut.json").c_str(), &o), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("struct_size is " + std::to_string(o.struct_size)), std::string::npos)
+      << pk_last_error();
+  EXPECT_EQ(access(dir.file("cut.json").c_str(), F_OK), -1);  // nothing written
+  // Every field's end is some caller's struct; so are sizes past the last
+  // (a newer caller's), whose unknown fields are not read; struct_size 0
+  // still means the defaults, as before 1.6.
+  for (const size_t size : {offsetof(pk_chrome_options, process_label_prefix), sizeof o, sizeof o + 16, size_t{0}}) {
+    std::vector<char> bigger(sizeof o + 16, 0);
+    std::memcpy(bigger.data(), &o, sizeof o);
+    auto* given = reinterpret_cast<pk_chrome_options*>(bigger.data());
+    given->struct_size = size;
+    EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("ok.json").c_str(), given), PK_OK)
+        << size << ": " << pk_last_error();
+  }
 }
 
 TEST(ChromeExport, PlacementThroughTheCAbi) {

@@ -158,6 +158,11 @@ TEST_F(SummaryCapiTest, BadArgumentsAreErrorsWithMessages) {
   o.struct_size = 0;
   EXPECT_EQ(pk_result_summary_text(r.get(), &o, &out, nullptr), PK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pk_last_error()).find("struct_size"), std::string::npos);
+  o.struct_size = offsetof(pk_summary_options, time_unit) + 2;  // half of time_unit
+  EXPECT_EQ(pk_result_summary_json(r.get(), &o, &out, nullptr), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find("struct_size is 22, which is not the size of any version"),
+            std::string::npos)
+      << pk_last_error();
   pk_string_free(nullptr);  // ignored
 }
 
