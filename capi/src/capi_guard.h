@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <new>
@@ -32,6 +33,17 @@ pk_status guarded(const char* function, Body&& body) noexcept {
     set_last_error((std::string(function) + ": unknown internal error (please report this)").c_str());
     return PK_ERR_INTERNAL;
   }
+}
+
+// The bits of an enum argument a C caller passed. C lets it hold any int, but
+// in C++ loading a value outside the enum's range as the enum (even copying
+// it) is undefined behaviour: entry points take the bits first and check them.
+template <class Enum>
+inline int32_t raw_enum(const Enum& value) noexcept {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "C ABI enums are 32 bits wide (their *_MAX_ENUM)");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 // Rejects a NULL argument with a message naming the function and parameter.

@@ -1,6 +1,7 @@
 // Version, errors and names: the parts of the C ABI with no engine state.
 #include <cstring>
 
+#include "capi_guard.h"
 #include "common/error.h"
 #include "common/event_types.h"
 #include "profkit/profkit.h"
@@ -15,7 +16,7 @@ PK_API const char* pk_version_string(void) noexcept { return PROFKIT_VERSION; }
 PK_API const char* pk_last_error(void) noexcept { return profkit::last_error(); }
 
 PK_API const char* pk_status_string(pk_status status) noexcept {
-  switch (status) {
+  switch (profkit::raw_enum(status)) {  // any int a C caller passed
     case PK_OK:
       return "PK_OK";
     case PK_ERR_INVALID_ARGUMENT:
@@ -45,8 +46,7 @@ PK_API const char* pk_status_string(pk_status status) noexcept {
 }
 
 PK_API const char* pk_event_type_name(pk_event_type type) noexcept {
-  uint32_t raw = 0;  // the raw bits: a C caller may pass any int
-  std::memcpy(&raw, &type, sizeof raw);
+  const auto raw = static_cast<uint32_t>(profkit::raw_enum(type));  // any int a C caller passed
   if (raw >= PK_EVENT_TYPE_COUNT) return nullptr;
   return profkit::event_type_name(raw).data();
 }

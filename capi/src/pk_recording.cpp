@@ -31,9 +31,17 @@ namespace {
 // those misses were most of what profkit cost above reading the clock
 // (callgrind's cache simulation, BENCHMARKS.md). PK_HOT puts both in
 // .text.hot, together, each at the start of a cache line.
-PK_NOINLINE PK_COLD void begin_general(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+// An event type as a record's byte. A C caller may pass any int: values
+// that are no type (negative ones too) become 255, which collect files under
+// UserDefined, rather than wrapping onto some real type.
+PK_ALWAYS_INLINE uint8_t record_type(const pk_event_type& type) noexcept {
+  const auto raw = static_cast<uint32_t>(profkit::raw_enum(type));
+  return static_cast<uint8_t>(raw > 255u ? 255u : raw);
+}
+
+PK_NOINLINE PK_COLD void begin_general(uint32_t window, pk_name_id name, uint8_t type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
-  if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, static_cast<uint8_t>(type));
+  if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, type);
 }
 
 PK_NOINLINE PK_COLD void end_general(uint32_t window) noexcept {
@@ -45,14 +53,14 @@ PK_NOINLINE PK_COLD void end_general(uint32_t window) noexcept {
   tb->end(window);
 }
 
-PK_NOINLINE void begin_str_recording(uint32_t window, const char* name, pk_event_type type) noexcept {
+PK_NOINLINE void begin_str_recording(uint32_t window, const char* name, uint8_t type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
-  if (tb != nullptr) tb->begin(window, profkit::intern_cached(name), static_cast<uint8_t>(type));
+  if (tb != nullptr) tb->begin(window, profkit::intern_cached(name), type);
 }
 
-PK_NOINLINE void instant_recording(uint32_t window, pk_name_id name, pk_event_type type) noexcept {
+PK_NOINLINE void instant_recording(uint32_t window, pk_name_id name, uint8_t type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
-  if (tb != nullptr) tb->instant(window, name, static_cast<uint8_t>(type));
+  if (tb != nullptr) tb->instant(window, name, type);
 }
 
 PK_NOINLINE void arg_recording(uint32_t window, pk_name_id key, RecordKind kind, uint64_t value) noexcept {
@@ -90,9 +98,10 @@ PK_API const char* pk_name_string(pk_name_id id) noexcept { return profkit::Name
 PK_API PK_HOT void pk_begin_event(pk_name_id name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
+  const uint8_t type_byte = record_type(type);
   ThreadBuffer* tb = profkit::t_thread_buffer;
-  if (PK_LIKELY(tb != nullptr) && PK_LIKELY(tb->try_begin(window, name, static_cast<uint8_t>(type)))) return;
-  begin_general(window, name, type);
+  if (PK_LIKELY(tb != nullptr) && PK_LIKELY(tb->try_begin(window, name, type_byte))) return;
+  begin_general(window, name, type_byte);
 }
 
 PK_API PK_HOT void pk_end_event(void) noexcept {
@@ -106,13 +115,13 @@ PK_API PK_HOT void pk_end_event(void) noexcept {
 PK_API void pk_begin_event_str(const char* utf8_name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  begin_str_recording(window, utf8_name, type);
+  begin_str_recording(window, utf8_name, record_type(type));
 }
 
 PK_API void pk_instant_event(pk_name_id name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  instant_recording(window, name, type);
+  instant_recording(window, name, record_type(type));
 }
 
 PK_API void pk_event_arg_int(pk_name_id key, int64_t value) noexcept {
@@ -148,8 +157,8 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
 }
 
 PK_API pk_status pk_set_state(pk_state state) noexcept {
-  // The Recorder validates the raw int (any value a C caller passes).
-  return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(state); });
+  const int32_t raw = profkit::raw_enum(state);  // the Recorder checks it
+  return guarded("pk_set_state", [&] { profkit::Recorder::instance().set_state(raw); });
 }
 
 PK_API pk_status pk_add_state_listener(pk_state_listener listener, void* user_data, uint64_t* handle) noexcept {

@@ -162,15 +162,13 @@ uint64_t Recorder::unmatched_without_buffer_total() noexcept {
 
 pk_state Recorder::state() const noexcept { return static_cast<pk_state>(state_.load(std::memory_order_relaxed)); }
 
-void Recorder::set_state(pk_state to) {
-  // Compare the raw integer: a C caller may pass any int.
-  int raw = 0;
-  std::memcpy(&raw, &to, sizeof raw);
+void Recorder::set_state(int32_t raw) {
   if (raw < PK_STATE_CLOSED || raw > PK_STATE_RECORD_AND_RETURN) {
     throw Error(PK_ERR_INVALID_ARGUMENT, "pk_set_state: " + std::to_string(raw) +
                                              " is not a pk_state (use PK_STATE_CLOSED, READY, RECORD or "
                                              "RECORD_AND_RETURN)");
   }
+  const auto to = static_cast<pk_state>(raw);
   std::lock_guard<std::mutex> lock(mutex_);
   const pk_state from = state();
   if (from == to) return;

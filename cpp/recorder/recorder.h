@@ -25,7 +25,8 @@ class Recorder {
  public:
   static Recorder& instance();
 
-  void set_state(pk_state state);
+  // `raw`: a pk_state as a C caller passed it (any int; checked here).
+  void set_state(int32_t raw);
   pk_state state() const noexcept;
 
   void step_begin(uint64_t number);

@@ -46,7 +46,17 @@ void bind_engine(py::module_& m) {
         py::arg("total_allocated"), py::arg("total_reserved"));
 
   m.def(
-      "set_state", [](int state) { check(pk_set_state(static_cast<pk_state>(state))); }, py::arg("state"));
+      "set_state",
+      [](int state) {
+        // Converting an int outside the enum's range to pk_state is undefined
+        // in C++: refuse it here, in the engine's words.
+        if (state < PK_STATE_CLOSED || state > PK_STATE_RECORD_AND_RETURN) {
+          throw py::value_error("set_state: " + std::to_string(state) +
+                                " is not a pk_state (use PK_STATE_CLOSED, READY, RECORD or RECORD_AND_RETURN)");
+        }
+        check(pk_set_state(static_cast<pk_state>(state)));
+      },
+      py::arg("state"));
   m.def("get_state", [] { return static_cast<int>(pk_get_state()); });
   m.def(
       "step_begin", [](uint64_t n) { check(pk_step_begin(n)); }, py::arg("step_number"));

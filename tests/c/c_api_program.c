@@ -77,14 +77,23 @@ int main(int argc, char** argv) {
     CHECK(pk_reader_time_ns() > reader_before);
   }
   pk_instant_event(pk_intern("checkpoint"), PK_EVENT_USER_DEFINED);
+  /* C lets an enum argument hold any int (1.6): no type becomes UserDefined. */
+  pk_begin_event(pk_intern("odd type"), (pk_event_type)-3);
+  pk_end_event();
+  pk_begin_event(pk_intern("odd type"), (pk_event_type)256);
+  pk_end_event();
+  CHECK(pk_set_state((pk_state)-1) == PK_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(pk_last_error(), "-1 is not a pk_state") != NULL);
+  CHECK(strcmp(pk_status_string((pk_status)-5), "PK_ERR_UNKNOWN") == 0);
+  CHECK(pk_event_type_name((pk_event_type)-1) == NULL);
   CHECK(pk_step_end(64) == PK_OK);
   pk_end_event(); /* unmatched: counted, harmless */
   CHECK(pk_set_state(PK_STATE_CLOSED) == PK_OK);
 
   CHECK(pk_collect(&result) == PK_OK);
   events = pk_result_host_events(result, &count);
-  /* 3 events per iteration per worker; 2 steps, 1 data loading and 1 instant on main. */
-  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 4));
+  /* 3 events per iteration per worker; 2 steps, 1 data loading, 1 instant and 2 of odd types on main. */
+  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 6));
   CHECK(pk_result_thread_count(result) == THREADS + 1);
   for (i = 0; i < count; ++i) {
     /* Result string ids belong to the result: compare the text. */
@@ -92,6 +101,7 @@ int main(int argc, char** argv) {
     if (strcmp(name, "aten::relu") == 0) CHECK(events[i].depth == 1);
     if (strcmp(name, "Forward") == 0) CHECK(events[i].depth == 0);
     if (strcmp(name, "DataLoader") == 0) CHECK(events[i].type == PK_EVENT_DATALOADER);
+    if (strcmp(name, "odd type") == 0) CHECK(events[i].type == PK_EVENT_USER_DEFINED);
     CHECK(strcmp(name, "inner") != 0);
   }
   memset(&info, 0, sizeof info);

@@ -249,7 +249,8 @@ def test_bad_files_raise_clear_python_errors(tmp_path):
         _C.load(str(chrome))
     with pytest.raises(FileNotFoundError, match="cannot create"):
         record_sample().save(str(tmp_path / "no" / "dir" / "x.pktrace"))
-    with pytest.raises(ValueError, match="not a pk_state"):
-        _C.set_state(7)
+    for bad_state in (7, -1):
+        with pytest.raises(ValueError, match="not a pk_state"):
+            _C.set_state(bad_state)
     with pytest.raises(RuntimeError, match="no step is open"):
         _C.step_end(0)
