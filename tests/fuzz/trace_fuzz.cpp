@@ -12,11 +12,13 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../cpp/sample_result.h"
 #include "profkit/profkit.h"
 #include "storage/trace_file.h"
+#include "trace_generated.h"
 
 namespace {
 
@@ -84,6 +86,46 @@ std::string mutate(const std::string& seed, std::mt19937_64& rng) {
   return m;
 }
 
+// Where a trace file keeps its record arrays: byte ranges whose contents can
+// change without breaking the FlatBuffer, so that mutants in them pass
+// verification and reach the consistency checks, the summary and the export
+// with odd values (times, depths, types, indices, sizes).
+using ByteRange = std::pair<size_t, size_t>;
+std::vector<ByteRange> record_ranges(const std::string& file) {
+  const auto* base = reinterpret_cast<const uint8_t*>(file.data());
+  const profkit::schema::Trace* trace = profkit::schema::GetSizePrefixedTrace(base);
+  std::vector<ByteRange> ranges;
+  auto add = [&](const auto* v, size_t record_bytes) {
+    if (v != nullptr && v->size() > 0) {
+      const size_t at = static_cast<size_t>(v->Data() - base);
+      ranges.emplace_back(at, at + v->size() * record_bytes);
+    }
+  };
+  add(trace->host_events(), sizeof(pk_host_event));
+  add(trace->event_args(), sizeof(pk_event_arg));
+  add(trace->memory_events(), sizeof(pk_memory_event));
+  add(trace->device_events(), sizeof(pk_device_event));
+  add(trace->kernel_details(), sizeof(pk_kernel_detail));
+  add(trace->memory_op_details(), sizeof(pk_memory_op_detail));
+  return ranges;
+}
+
+// Overwrites 1-8 bytes inside the record arrays with an interesting value.
+std::string mutate_records(const std::string& seed, const std::vector<ByteRange>& ranges, std::mt19937_64& rng) {
+  std::string m = seed;
+  static const uint64_t kValues[] = {0, 1, 2, 0xff, 0x100, 0x7fffffff, 0xffffffff, 0x8000000000000000ull, ~0ull};
+  const int rounds = 1 + static_cast<int>(rng() % 3);
+  for (int k = 0; k < rounds; ++k) {
+    const ByteRange& range = ranges[rng() % ranges.size()];
+    const size_t width = size_t{1} << (rng() % 4);  // 1, 2, 4 or 8 bytes
+    if (range.second - range.first < width) continue;
+    const size_t at = range.first + rng() % (range.second - range.first - width + 1);
+    const uint64_t v = rng() % 3 == 0 ? rng() : kValues[rng() % (sizeof kValues / sizeof kValues[0])];
+    for (size_t b = 0; b < width; ++b) m[at + b] = static_cast<char>(v >> (8 * b));
+  }
+  return m;
+}
+
 // Touches everything a consumer would, so out-of-bounds data shows up here.
 void walk(pk_result* r, const std::string& dir) {
   pk_result_info info{};
@@ -135,12 +177,18 @@ int main(int argc, char** argv) {
   const std::string sample_path = dir + "/fuzz_seed_sample.pktrace";
   profkit::save_result(*profkit_test::make_sample_result(), sample_path);
   const std::vector<std::string> seeds = {recorded_trace(dir), read_all(sample_path)};
+  std::vector<std::vector<ByteRange>> seed_ranges;
+  for (const std::string& seed : seeds) seed_ranges.push_back(record_ranges(seed));
 
   const std::string mutant_path = dir + "/fuzz_mutant.pktrace";
   long loaded = 0;
   long refused = 0;
   for (long i = 0; i < iterations; ++i) {
-    write_all(mutant_path, mutate(seeds[static_cast<size_t>(i) % seeds.size()], rng));
+    // Alternately anywhere in the file (mostly refused by the verifier) and
+    // inside the record arrays (mostly loaded: the checks and every consumer
+    // meet odd values).
+    const size_t s = static_cast<size_t>(i / 2) % seeds.size();
+    write_all(mutant_path, i % 2 == 0 ? mutate(seeds[s], rng) : mutate_records(seeds[s], seed_ranges[s], rng));
     pk_result* r = nullptr;
     const pk_status status = pk_result_load(mutant_path.c_str(), &r);
     if (status == PK_OK) {
