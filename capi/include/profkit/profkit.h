@@ -12,7 +12,10 @@
  *     anything that exists;
  *   - structs that start with `size_t struct_size` are versioned by that field:
  *     the caller sets it to sizeof the struct it was compiled with, and the
- *     library reads/writes only the fields that fit;
+ *     library reads/writes only the fields that fit (an options struct whose
+ *     struct_size ends inside one of its fields is PK_ERR_INVALID_ARGUMENT);
+ *   - an enum argument may hold any int; values that are no enumerator are
+ *     refused or counted as documented for each function, never trusted;
  *   - record structs without struct_size (pk_host_event and friends) are frozen
  *     layouts; they never change within major 1.
  *   Every bump is listed in capi/CHANGELOG.md.
