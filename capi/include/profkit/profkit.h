@@ -170,7 +170,8 @@ PK_API const char* pk_name_string(pk_name_id id) PK_NOEXCEPT;
 /* Opens an event on the calling thread. When not recording it costs one
  * relaxed atomic load and a branch. While recording it never allocates in
  * steady state, never locks and never fails: past the memory cap, or deeper
- * than the nesting limit, the event is dropped and counted. Thread-safe; the
+ * than the nesting limit, the event is dropped and counted. A `type` that is
+ * no pk_event_type is recorded as PK_EVENT_USER_DEFINED. Thread-safe; the
  * event belongs to the calling thread. */
 PK_API void pk_begin_event(pk_name_id name, pk_event_type type) PK_NOEXCEPT;
 
