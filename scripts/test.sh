@@ -2,8 +2,9 @@
 # Every check profkit has, from a fresh clone: installs what is missing,
 # builds with warnings as errors, runs the C++ tests, the C program and the
 # fuzz run (ctest), the Python tests, the C++ tests again under AddressSanitizer
-# and UndefinedBehaviorSanitizer, a smoke run of every benchmark, and the
-# clang-format check. Exits non-zero on the first failure.
+# and UndefinedBehaviorSanitizer and under ThreadSanitizer, a smoke run of
+# every benchmark, and the clang-format check. Exits non-zero on the first
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -34,6 +35,15 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFKIT_SA
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+step "C++ tests under ThreadSanitizer"
+# The recorder's lock-free paths (per-thread chunks, the collect protocol,
+# state changes racing recording threads) and the CUPTI tracer's threads.
+# The fuzz run is single-threaded and already ran twice above.
+cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFKIT_SANITIZE=thread \
+  -DPROFKIT_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build/tsan -j "$jobs"
+TSAN_OPTIONS=second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -E trace_fuzz
 
 step "benchmark smoke runs"
 export PROFKIT_BENCH_SMOKE=1 PROFKIT_BENCH_EVENTS=100000
