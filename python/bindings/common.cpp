@@ -4,25 +4,39 @@
 
 namespace profkit_py {
 
+namespace {
+
+// PyErr_SetString decodes the message as strict UTF-8: a message that quotes
+// a path or a name with bytes that are not UTF-8 would turn into a
+// UnicodeDecodeError about the message itself. Those bytes show escaped.
+void set_error(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (text == nullptr) return;  // out of memory: that error stands
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
+}  // namespace
+
 void set_status_error(pk_status status) {
   const std::string message = pk_last_error();
   switch (status) {
     case PK_ERR_NOT_FOUND:
-      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+      set_error(PyExc_FileNotFoundError, message);
       break;
     case PK_ERR_IO:
-      PyErr_SetString(PyExc_OSError, message.c_str());
+      set_error(PyExc_OSError, message);
       break;
     case PK_ERR_OUT_OF_MEMORY:
-      PyErr_SetString(PyExc_MemoryError, message.c_str());
+      set_error(PyExc_MemoryError, message);
       break;
     case PK_ERR_INVALID_STATE:
     case PK_ERR_INTERNAL:
     case PK_ERR_UNSUPPORTED:
-      PyErr_SetString(PyExc_RuntimeError, message.c_str());
+      set_error(PyExc_RuntimeError, message);
       break;
     default:  // invalid argument, corrupt, version, too large
-      PyErr_SetString(PyExc_ValueError, message.c_str());
+      set_error(PyExc_ValueError, message);
       break;
   }
 }

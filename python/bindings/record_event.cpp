@@ -57,8 +57,9 @@ bool parse_event_type(PyObject* arg, uint8_t* out) {
     return true;
   }
   long value = -1;
+  int overflow = 0;
   if (PyLong_Check(arg)) {
-    value = PyLong_AsLong(arg);
+    value = PyLong_AsLongAndOverflow(arg, &overflow);
   } else {
     PyObject* inner = PyObject_GetAttrString(arg, "value");
     if (inner == nullptr || !PyLong_Check(inner)) {
@@ -68,12 +69,12 @@ bool parse_event_type(PyObject* arg, uint8_t* out) {
                    Py_TYPE(arg)->tp_name);
       return false;
     }
-    value = PyLong_AsLong(inner);
+    value = PyLong_AsLongAndOverflow(inner, &overflow);
     Py_DECREF(inner);
   }
   if (value == -1 && PyErr_Occurred()) return false;
-  if (value < 0 || value >= PK_EVENT_TYPE_COUNT) {
-    PyErr_Format(PyExc_ValueError, "RecordEvent: event_type %ld is not a TracerEventType (0..%d)", value,
+  if (overflow != 0 || value < 0 || value >= PK_EVENT_TYPE_COUNT) {
+    PyErr_Format(PyExc_ValueError, "RecordEvent: event_type %R is not a TracerEventType (0..%d)", arg,
                  PK_EVENT_TYPE_COUNT - 1);
     return false;
   }

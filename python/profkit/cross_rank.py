@@ -250,6 +250,12 @@ def cross_rank_summary(
 
     Rows are ordered by rank (unknown ranks last, in the order given).
     """
+    if isinstance(sources, (str, bytes, os.PathLike)) or not isinstance(sources, Iterable):
+        # A single path would otherwise be read one character at a time.
+        raise TypeError(
+            "cross_rank_summary: sources must be a list of traces, one per rank (.pktrace paths or results), "
+            f"not {type(sources).__name__}; for one trace, pass [trace]"
+        )
     loaded = [_as_result(s) for s in sources]
     if names is not None and len(names) != len(loaded):
         raise ValueError(f"cross_rank_summary: {len(names)} names for {len(loaded)} sources")

@@ -140,6 +140,11 @@ def _normalize(inputs: Any) -> List[Tuple[Optional[str], str]]:
         return [(str(name), os.fspath(path)) for name, path in inputs.items()]
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
+    if not isinstance(inputs, Iterable):
+        raise TypeError(
+            "merge: inputs must be {name: path}, or a list of paths, 'NAME=FILE' strings or (name, path) pairs, "
+            f"not {type(inputs).__name__}"
+        )
     pairs: List[Tuple[Optional[str], str]] = []
     for item in inputs:
         if isinstance(item, tuple) and len(item) == 2:

@@ -67,6 +67,11 @@ def _resolve_targets(targets: Optional[Iterable[ProfilerTarget]]) -> Set[Profile
         return {ProfilerTarget.CPU, ProfilerTarget.GPU} if gpu_ok else {ProfilerTarget.CPU}
     if isinstance(targets, ProfilerTarget):
         targets = [targets]
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
+        raise TypeError(
+            "Profiler: targets must be a ProfilerTarget or a list of them (ProfilerTarget.CPU, ProfilerTarget.GPU), "
+            f"not {type(targets).__name__}"
+        )
     resolved: Set[ProfilerTarget] = set()
     for target in targets:
         if not isinstance(target, ProfilerTarget):
@@ -87,8 +92,8 @@ def _samples(num_samples: Optional[int]) -> Optional[int]:
         n = operator.index(num_samples)
     except TypeError:
         raise TypeError(f"Profiler.step: num_samples must be an int or None, not {type(num_samples).__name__}") from None
-    if n < 0:
-        raise ValueError(f"Profiler.step: num_samples must be >= 0, got {n}")
+    if n < 0 or n >= 2**64:
+        raise ValueError(f"Profiler.step: num_samples must be >= 0 and < 2**64, got {n}")
     return n
 
 
@@ -249,7 +254,7 @@ class Profiler:
         """
         next_step = self.step_num + 1
         if next_step < self._steady_until and (
-            num_samples is None or (type(num_samples) is int and num_samples >= 0)
+            num_samples is None or (type(num_samples) is int and 0 <= num_samples < 18446744073709551616)
         ):
             # The common step: the scheduler keeps the state (steady_until
             # says so without asking it), so nothing but the step changes.

@@ -425,7 +425,10 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
         ValueError: the file is empty, truncated, corrupt, from a newer
             profkit, or not a profkit trace (the message says which).
     """
-    path = os.fspath(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
         raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a .pktrace file")
     return ProfilerResult(_C.load(path), path=path)

@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, merge_traces
+from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, cross_rank_summary, merge_traces
 from profkit.merge import MergeError, parse_merge_inputs
 
 FOOTER = '\n],\n"displayTimeUnit":"ms",\n"profkit":'
@@ -222,6 +222,18 @@ def test_unreadable_inputs_are_errors_naming_the_file(tmp_path, make, message):
     with pytest.raises(MergeError, match=message):
         merge_traces([good, bad], tmp_path / "m.trace.json")
     assert not (tmp_path / "m.trace.json").exists()
+
+
+def test_inputs_that_are_not_a_collection_are_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="merge: inputs must be .* not NoneType"):
+        merge_traces(None, tmp_path / "m.trace.json")  # type: ignore[arg-type]
+
+
+def test_cross_rank_summary_wants_a_list_not_one_path(tmp_path):
+    # A single path used to be read one character at a time.
+    for single in (str(tmp_path / "rank0.pktrace"), tmp_path / "rank0.pktrace", None):
+        with pytest.raises(TypeError, match="sources must be a list of traces, one per rank"):
+            cross_rank_summary(single)  # type: ignore[arg-type]
 
 
 def test_a_merged_timeline_is_not_an_input(tmp_path):

@@ -177,7 +177,7 @@ def test_steps_inside_a_window_count_samples_and_steps_like_any_other():
     assert windows.steps == [[1, 2, 3, 4, 5]]
 
 
-@pytest.mark.parametrize("bad", [-1, 2.5, "3", True])
+@pytest.mark.parametrize("bad", [-1, 2.5, "3", True, 2**64])
 def test_bad_num_samples_inside_a_window_is_rejected_as_outside(bad):
     with Profiler(scheduler=(0, 10), on_trace_ready=Windows()) as p:
         p.step()
@@ -408,6 +408,9 @@ def test_invalid_constructor_arguments():
         Profiler(on_trace_ready="file.json")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ProfilerTarget"):
         Profiler(targets=["cpu"])  # type: ignore[list-item]
+    for not_a_list in (1, "CPU"):
+        with pytest.raises(TypeError, match=r"targets must be a ProfilerTarget or a list of them .* not"):
+            Profiler(targets=not_a_list)  # type: ignore[arg-type]
 
 
 def test_unsupported_options_warn():

@@ -211,6 +211,7 @@ def test_a_range_from_an_earlier_window_is_not_ended_in_the_next_one():
         (("a",), {"name": "b"}, TypeError, "multiple values for argument 'name'"),
         (("a", 15), {}, ValueError, "event_type 15 is not a TracerEventType"),
         (("a", -1), {}, ValueError, "is not a TracerEventType"),
+        (("a", 2**64), {}, ValueError, "event_type 18446744073709551616 is not a TracerEventType"),
         (("a", "Forward"), {}, TypeError, "event_type must be a TracerEventType or an int"),
         (("bad\0name",), {}, ValueError, "NUL"),
     ],

@@ -1,6 +1,7 @@
 """ProfilerResult and load_profiler_result: the same events as the run that
 wrote the file, NumPy and pandas views, notebooks, errors."""
 
+import os
 import sys
 import threading
 
@@ -206,6 +207,18 @@ def test_every_truncation_is_an_error_never_a_crash(saved, tmp_path):
 def test_directory_is_an_error(tmp_path):
     with pytest.raises(IsADirectoryError, match="is a directory"):
         load_profiler_result(tmp_path)
+
+
+def test_a_path_that_is_not_a_path_is_a_type_error_naming_the_function():
+    with pytest.raises(TypeError, match="load_profiler_result: path must be a str or os.PathLike, not NoneType"):
+        load_profiler_result(None)  # type: ignore[arg-type]
+
+
+def test_a_path_that_is_not_utf8_shows_escaped_in_the_message(tmp_path):
+    # Linux paths are bytes; the engine's message quotes this one, and its
+    # 0xff must not turn the FileNotFoundError into a UnicodeDecodeError.
+    with pytest.raises(FileNotFoundError, match=r"\\xff\.pktrace"):
+        load_profiler_result(os.fsencode(tmp_path) + b"/missing\xff.pktrace")
 
 
 # ---- summary delegation (the tables live in profkit._summary) ----------------------
