@@ -18,6 +18,14 @@ using profkit::ThreadBuffer;
 
 namespace {
 
+// An event type as a record's byte. A C caller may pass any int: values
+// that are no type (negative ones too) become 255, which collect files under
+// UserDefined, rather than wrapping onto some real type.
+PK_ALWAYS_INLINE uint8_t record_type(const pk_event_type& type) noexcept {
+  const auto raw = static_cast<uint32_t>(profkit::raw_enum(type));
+  return static_cast<uint8_t>(raw > 255u ? 255u : raw);
+}
+
 // The recording paths, out of line so that the not-recording path of each
 // entry point is a load, a test and a return (the call below is a tail jump).
 //
@@ -31,14 +39,6 @@ namespace {
 // those misses were most of what profkit cost above reading the clock
 // (callgrind's cache simulation, BENCHMARKS.md). PK_HOT puts both in
 // .text.hot, together, each at the start of a cache line.
-// An event type as a record's byte. A C caller may pass any int: values
-// that are no type (negative ones too) become 255, which collect files under
-// UserDefined, rather than wrapping onto some real type.
-PK_ALWAYS_INLINE uint8_t record_type(const pk_event_type& type) noexcept {
-  const auto raw = static_cast<uint32_t>(profkit::raw_enum(type));
-  return static_cast<uint8_t>(raw > 255u ? 255u : raw);
-}
-
 PK_NOINLINE PK_COLD void begin_general(uint32_t window, pk_name_id name, uint8_t type) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
   if (PK_LIKELY(tb != nullptr)) tb->begin(window, name, type);
