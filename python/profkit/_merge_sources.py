@@ -1,0 +1,225 @@
+"""Opening the inputs of ``profkit merge``: which file is what, and the facts
+the merge needs from each (clock offset, pids, rank, window) without reading
+its events. See ``profkit.merge``.
+"""
+
+import json
+import mmap
+import os
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _C, _records
+
+# The Chrome export's layout (cpp/export/chrome_trace.cpp): a header line,
+# one event per line separated by ",\n", then this footer and the metadata.
+HEADER = b'{"traceEvents":[\n'
+FOOTER = b'\n],\n"displayTimeUnit":"ms",\n"profkit":'
+# GPU d of host pid p is p + stride * (d + 1) (chrome_trace.h).
+DEVICE_PROCESS_STRIDE = 10_000_000
+
+_PID = re.compile(rb'"pid":(\d+)')
+
+
+class MergeError(ValueError):
+    """The inputs cannot be merged as given (the message names the files)."""
+
+
+def parse_merge_inputs(arguments: Sequence[str]) -> List[Tuple[Optional[str], str]]:
+    """``NAME=FILE`` or ``FILE`` arguments as (name or None, path).
+
+    An argument that names an existing file is a FILE even if it contains
+    ``=``; otherwise the text before the first ``=`` is the NAME.
+    """
+    parsed: List[Tuple[Optional[str], str]] = []
+    for argument in arguments:
+        if "=" in argument and not os.path.exists(argument):
+            name, path = argument.split("=", 1)
+            if not name:
+                raise MergeError(f"merge: {argument!r} has an empty NAME; write NAME=FILE (e.g. trainer0=r0.pktrace)")
+            if not path:
+                raise MergeError(f"merge: {argument!r} has no FILE after '='")
+            parsed.append((name, path))
+        else:
+            parsed.append((None, argument))
+    return parsed
+
+
+def normalize_inputs(inputs: Any) -> List[Tuple[Optional[str], str]]:
+    if isinstance(inputs, Mapping):
+        return [(str(name), os.fspath(path)) for name, path in inputs.items()]
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    if not isinstance(inputs, Iterable):
+        raise TypeError(
+            "merge: inputs must be {name: path}, or a list of paths, 'NAME=FILE' strings or (name, path) pairs, "
+            f"not {type(inputs).__name__}"
+        )
+    pairs: List[Tuple[Optional[str], str]] = []
+    for item in inputs:
+        if isinstance(item, tuple) and len(item) == 2:
+            pairs.append((None if item[0] is None else str(item[0]), os.fspath(item[1])))
+        elif isinstance(item, (str, os.PathLike)):
+            pairs.extend(parse_merge_inputs([os.fspath(item)]))
+        else:
+            raise TypeError(f"merge: an input must be a path, 'NAME=FILE' or a (name, path) pair, not {item!r}")
+    return pairs
+
+
+class Source:
+    """One input, opened: its facts, and how to write its events."""
+
+    def __init__(self, name: Optional[str], path: str) -> None:
+        self.name = name
+        self.path = path
+        self.is_pktrace = False
+        self.meta: Dict[str, Any] = {}
+        self.pids: List[int] = []  # the pids its events use, host pid first
+        self.layout: Optional[Tuple[int, int]] = None  # Chrome events' byte range, when line-per-event
+        self.doc: Optional[Dict[str, Any]] = None  # a Chrome file in another layout, parsed
+        self._open()
+
+    @property
+    def format(self) -> str:
+        return "pktrace" if self.is_pktrace else "chrome"
+
+    def _open(self) -> None:
+        path = self.path
+        if os.path.isdir(path):
+            raise MergeError(f"merge: {path!r} is a directory; give trace files (.pktrace or .trace.json)")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(64)
+        except OSError as e:
+            raise MergeError(f"merge: cannot read {path!r}: {e.strerror or e}") from e
+        if not head.strip():
+            raise MergeError(f"merge: {path!r} is empty; it is not a profkit trace")
+        if head.lstrip().startswith(b"{"):
+            self._open_chrome()
+        else:
+            self._open_pktrace()
+
+    def _open_pktrace(self) -> None:
+        try:
+            result = self.load()
+        except (OSError, ValueError, RuntimeError) as e:
+            raise MergeError(f"merge: cannot read {self.path!r} as a profkit trace: {e}") from e
+        self.is_pktrace = True
+        # Only the facts are kept: the trace is loaded again when its turn to be
+        # written comes, so that one input at a time is in memory.
+        info = result.info()
+        host = _records.view(result.host_events, _records.HOST_EVENT)
+        device = _records.view(result.device_events, _records.DEVICE_EVENT)
+        # The engine's time base for the export: the first event or the window start.
+        first = int(info["start_ns"])
+        if len(host):
+            first = min(first, int(host["start_ns"].min()))
+        timed = device[(device["flags"] & 1) == 0] if len(device) else device  # PK_DEVICE_EVENT_NO_TIMING = 1
+        if len(timed):
+            first = min(first, int(timed["start_ns"].min()))
+        offset = int(info["clock_offset_ns"])
+        self.meta = {
+            "hostname": info["hostname"],
+            "pid": int(info["pid"]),
+            "rank": int(info["rank"]),
+            "world_size": int(info["world_size"]),
+            "span_index": int(info["span_index"]),
+            "start_ns": int(info["start_ns"]),
+            "first_wall_ns": first + offset,
+            "last_wall_ns": max(int(info["end_ns"]), first) + offset,
+            "event_count": int(info["host_event_count"]) + int(info["device_event_count"]),
+            "flow_ids": len(device),
+        }
+        pid = self.meta["pid"]
+        devices = np.unique(device["device"]) if len(device) else []
+        self.pids = [pid] + [pid + DEVICE_PROCESS_STRIDE * (int(d) + 1) for d in devices]
+
+    def load(self) -> "_C.Result":
+        return _C.load(self.path)
+
+    def _open_chrome(self) -> None:
+        """Our Chrome JSON: the metadata object is at the end, the process
+        metadata events at the start; read both without reading the rest."""
+        meta = None
+        try:
+            with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                footer = m.rfind(FOOTER)
+                if m[: len(HEADER)] == HEADER and footer >= 0:
+                    tail = m[footer + len(FOOTER) :].decode("utf-8", "replace").rstrip()
+                    try:
+                        meta = json.loads(tail[:-1]) if tail.endswith("}") else None  # drop the document's "}"
+                    except ValueError:
+                        meta = None
+                    if isinstance(meta, dict):
+                        self.layout = (len(HEADER), footer)
+                        self.pids = self._leading_pids(m, len(HEADER), footer)
+        except (OSError, ValueError) as e:
+            raise MergeError(f"merge: cannot read {self.path!r}: {e}") from e
+        if self.layout is None:
+            meta = self._parse_whole()
+        if not isinstance(meta, dict):
+            raise MergeError(
+                f"merge: {self.path!r} is JSON but not a trace written by profkit (no top-level \"profkit\" object); "
+                "merge takes profkit's .pktrace files or the .trace.json files profkit exports"
+            )
+        if "merged_from" in meta:
+            raise MergeError(f"merge: {self.path!r} is already a merged timeline; merge the original per-process files")
+        try:
+            base_wall = int(meta["base_wall_ns"])
+            offset = int(meta["clock_offset_ns"])
+            self.meta = {
+                "hostname": str(meta.get("hostname", "")),
+                "pid": int(meta["pid"]),
+                "rank": int(meta.get("rank", -1)),
+                "world_size": int(meta.get("world_size", -1)),
+                "span_index": int(meta.get("span_index", 0)),
+                "start_ns": int(meta.get("start_ns", 0)),
+                "first_wall_ns": base_wall,
+                "last_wall_ns": max(int(meta.get("end_ns", 0)) + offset, base_wall),
+                "event_count": int(meta.get("host_event_count", 0)) + int(meta.get("device_event_count", 0)),
+            }
+        except (KeyError, TypeError, ValueError) as e:
+            raise MergeError(f"merge: {self.path!r} has a damaged \"profkit\" metadata object ({e!r} is missing or wrong)") from e
+        pid = self.meta["pid"]
+        if pid not in self.pids:
+            self.pids.insert(0, pid)
+        else:
+            self.pids.remove(pid)
+            self.pids.insert(0, pid)
+
+    @staticmethod
+    def _leading_pids(m: mmap.mmap, start: int, end: int) -> List[int]:
+        """The pids named by the process metadata events at the top of the file."""
+        pids: List[int] = []
+        position = start
+        while position < end:
+            newline = m.find(b"\n", position, end)
+            line = m[position : end if newline < 0 else newline]
+            if not line.startswith(b'{"ph":"M"'):
+                break
+            match = _PID.search(line)
+            if match is not None and int(match.group(1)) not in pids:
+                pids.append(int(match.group(1)))
+            position = end if newline < 0 else newline + 1
+        return pids
+
+    def _parse_whole(self) -> Any:
+        """A Chrome file in another layout (re-saved by a tool): parse it all."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise MergeError(f"merge: {self.path!r} is neither a profkit .pktrace file nor valid JSON ({e})") from e
+        if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+            raise MergeError(f"merge: {self.path!r} is JSON but not a Chrome trace (no \"traceEvents\" list)")
+        meta = doc.get("profkit")
+        if not isinstance(meta, dict):
+            return None
+        self.doc = doc
+        for event in doc["traceEvents"]:
+            pid = event.get("pid") if isinstance(event, dict) else None
+            if isinstance(pid, int) and pid not in self.pids:
+                self.pids.append(pid)
+        return meta

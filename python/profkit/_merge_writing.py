@@ -1,0 +1,225 @@
+"""Writing each input of ``profkit merge`` into the merged file: ``.pktrace``
+inputs exported by the engine straight into place and copied in blocks,
+profkit Chrome JSON inputs rewritten line by line. See ``profkit.merge``.
+"""
+
+import json
+import mmap
+import os
+from typing import IO, Any, Callable, Dict, List, Union
+
+from ._merge_sources import FOOTER, HEADER, MergeError, Source
+
+_COPY_BLOCK = 16 << 20
+
+
+def number_end(text: str, start: int) -> int:
+    """Where the number starting at `start` ends: the next ',' (or the '}')."""
+    end = text.find(",", start)
+    return end if end >= 0 else text.find("}", start)
+
+
+def with_number(head: str, key: str, change: Callable[[str], str]) -> str:
+    """`head` with the number after `key` replaced by change(number)."""
+    found = head.find(key)
+    if found < 0:
+        return head
+    start = found + len(key)
+    end = number_end(head, start)
+    return head[:start] + change(head[start:end]) + head[end:]
+
+
+def shift_ts(text: str, shift_ns: int) -> str:
+    """A ts in µs with a 3-digit fraction, plus shift_ns, in the same format."""
+    whole, _, fraction = text.partition(".")
+    ns = int(whole) * 1000 + int((fraction + "000")[:3]) + shift_ns
+    return "%d.%03d" % divmod(ns, 1000)
+
+
+class LineRewriter:
+    """Moves one Chrome input's events into the merged timeline."""
+
+    def __init__(self, prefix: str, shift_ns: int, pid_delta: int, flow_offset: int, sort_offset: int) -> None:
+        self.prefix = prefix
+        self.shift_ns = shift_ns
+        self.pid_delta = pid_delta
+        self.flow_offset = flow_offset
+        self.sort_offset = sort_offset
+        self.max_flow_id = 0
+
+    def line(self, line: str) -> str:
+        """One event line (no separator)."""
+        if line.startswith('{"ph":"M"'):
+            return dump_event(self.event(json.loads(line)))
+        # Only the fields before "args" are ours; args keys are anybody's. (A
+        # key's quotes cannot occur inside a string value: those are escaped.)
+        cut = line.find(',"args":')
+        head, tail = (line, "") if cut < 0 else (line[:cut], line[cut:])
+        if self.shift_ns:
+            head = with_number(head, '"ts":', self._shifted)
+        if self.pid_delta:
+            head = with_number(head, '"pid":', self._moved)
+        if self.flow_offset and head.startswith(('{"ph":"s"', '{"ph":"f"', '{"ph":"t"')):
+            head = with_number(head, '"id":', self._flow)
+        elif head.startswith(('{"ph":"s"', '{"ph":"f"', '{"ph":"t"')):
+            found = head.find('"id":')
+            if found >= 0:
+                self._flow(head[found + 5 : number_end(head, found + 5)])
+        return head + tail
+
+    def _shifted(self, text: str) -> str:
+        return shift_ts(text, self.shift_ns)
+
+    def _moved(self, text: str) -> str:
+        return str(int(text) + self.pid_delta)
+
+    def _flow(self, text: str) -> str:
+        flow = int(text) + self.flow_offset
+        if flow > self.max_flow_id:
+            self.max_flow_id = flow
+        return str(flow)
+
+    def event(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        """One event as a dict (metadata events, and files in another layout)."""
+        if isinstance(event.get("pid"), int):
+            event["pid"] += self.pid_delta
+        if event.get("ph") == "M":
+            args = event.get("args")
+            if isinstance(args, dict):
+                if event.get("name") == "process_name" and isinstance(args.get("name"), str):
+                    args["name"] = self.prefix + args["name"]
+                elif event.get("name") == "process_sort_index" and isinstance(args.get("sort_index"), int):
+                    args["sort_index"] += self.sort_offset
+            return event
+        ts = event.get("ts")
+        if isinstance(ts, (int, float)) and self.shift_ns:
+            event["ts"] = round(ts + self.shift_ns / 1000.0, 3)
+        if event.get("ph") in ("s", "t", "f") and isinstance(event.get("id"), int):
+            event["id"] += self.flow_offset
+            self.max_flow_id = max(self.max_flow_id, event["id"])
+        return event
+
+
+def dump_event(event: Dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+class Writer:
+    """The merged file: events from each input in turn, ",\n" between them."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.first = True
+
+    def block(self, data: Union[bytes, memoryview]) -> None:
+        """A run of whole event lines joined by ",\n" (no leading or trailing separator)."""
+        if not data:
+            return
+        if not self.first:
+            self.out.write(b",\n")
+        self.first = False
+        self.out.write(data)
+
+
+def copy_range(source: IO[bytes], start: int, end: int, writer: Writer) -> int:
+    """Copies bytes [start, end) of an event block through one reused buffer;
+    returns the lines copied."""
+    if end <= start:
+        return 0
+    buffer = bytearray(min(_COPY_BLOCK, end - start))
+    view = memoryview(buffer)
+    source.seek(start)
+    lines = 1
+    remaining = end - start
+    first = True
+    while remaining > 0:
+        n = source.readinto(view[: min(len(buffer), remaining)])
+        if not n:  # pragma: no cover - the file shrank under us
+            raise MergeError("merge: a temporary export was cut short")
+        lines += buffer.count(b"\n", 0, n)
+        if first:
+            writer.block(view[:n])
+            first = False
+        else:
+            writer.out.write(view[:n])
+        remaining -= n
+    return lines
+
+
+def write_pktrace(s: Source, writer: Writer, scratch: str, base_wall_ns: int, placed: Dict[str, Any]) -> int:
+    temp = os.path.join(scratch, "input.trace.json")
+    try:
+        result = s.load()
+    except (OSError, ValueError, RuntimeError) as e:  # pragma: no cover - it was readable a moment ago
+        raise MergeError(f"merge: cannot read {s.path!r} as a profkit trace: {e}") from e
+    result.export_chrome_placed(
+        temp,
+        time_base_wall_ns=base_wall_ns,
+        pid=s.meta["pid"] + placed["pid_delta"],
+        flow_id_offset=placed["flow_offset"],
+        process_label_prefix=placed["prefix"],
+        sort_index_offset=placed["sort_offset"],
+        include_flows=placed["include_flows"],
+    )
+    del result  # unmapped before the copy: one input's memory at a time
+    try:
+        with open(temp, "rb") as f:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:  # rfind reads only the tail
+                footer = m.rfind(FOOTER)
+                header_ok = m[: len(HEADER)] == HEADER
+            if not header_ok or footer < 0:  # pragma: no cover - the engine's own layout
+                raise MergeError(f"merge: the engine wrote {s.path!r} in an unexpected layout")
+            return copy_range(f, len(HEADER), footer, writer)
+    finally:
+        os.unlink(temp)
+
+
+def write_chrome(s: Source, writer: Writer, rewriter: LineRewriter, include_flows: bool) -> int:
+    lines = 0
+    pending: List[str] = []
+
+    def flush() -> None:
+        if pending:
+            writer.block("".join(pending).encode("utf-8"))
+            pending.clear()
+
+    def keep(event_line: str) -> bool:
+        return include_flows or not event_line.startswith(('{"ph":"s"', '{"ph":"t"', '{"ph":"f"'))
+
+    if s.doc is not None:
+        for event in s.doc["traceEvents"]:
+            if not isinstance(event, dict):
+                continue
+            if not include_flows and event.get("ph") in ("s", "t", "f"):
+                continue
+            pending.append(("" if not pending else ",\n") + dump_event(rewriter.event(event)))
+            lines += 1
+            if len(pending) >= 4096:
+                flush()
+        flush()
+        return lines
+    assert s.layout is not None
+    start, end = s.layout
+    rewrite = rewriter.line
+    with open(s.path, "rb") as f:
+        f.seek(start)
+        remaining = end - start
+        carry = b""
+        while remaining > 0:
+            block = f.read(min(remaining, _COPY_BLOCK // 4))
+            if not block:  # pragma: no cover - the file shrank under us
+                raise MergeError(f"merge: {s.path!r} changed while it was being read")
+            remaining -= len(block)
+            block = carry + block
+            cut = block.rfind(b"\n") + 1 if remaining > 0 else len(block)
+            carry = block[cut:]
+            out = []
+            for text in block[:cut].decode("utf-8").split("\n"):
+                if text.endswith(","):
+                    text = text[:-1]
+                if not text or not keep(text):
+                    continue
+                out.append(rewrite(text))
+            lines += len(out)
+            writer.block(",\n".join(out).encode("utf-8"))
+    return lines
