@@ -1,10 +1,14 @@
 // Mutation fuzzing of pk_result_load: takes real trace files (a collected run
 // and a hand-built result with every record kind), applies random byte flips,
-// truncations, insertions, splices and integer overwrites, and loads each
+// truncations, insertions, splices and integer overwrites anywhere (every
+// other mutant) or odd values inside the record arrays only, and loads each
 // mutant. Any crash, sanitizer report or hang is the failure; a load that
-// succeeds must give a result every accessor and exporter can walk.
+// succeeds must give a result every accessor, exporter and summary table can
+// walk.
 //
-// Usage: trace_fuzz WORK_DIR ITERATIONS [SEED]
+// Usage: trace_fuzz WORK_DIR ITERATIONS [SEED]. After a crash,
+// WORK_DIR/fuzz_mutant.pktrace is the file that caused it (the seed traces
+// hold real timestamps, so a seed alone does not reproduce a run).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -113,6 +117,7 @@ std::vector<ByteRange> record_ranges(const std::string& file) {
 // Overwrites 1-8 bytes inside the record arrays with an interesting value.
 std::string mutate_records(const std::string& seed, const std::vector<ByteRange>& ranges, std::mt19937_64& rng) {
   std::string m = seed;
+  if (ranges.empty()) return m;
   static const uint64_t kValues[] = {0, 1, 2, 0xff, 0x100, 0x7fffffff, 0xffffffff, 0x8000000000000000ull, ~0ull};
   const int rounds = 1 + static_cast<int>(rng() % 3);
   for (int k = 0; k < rounds; ++k) {
