@@ -122,6 +122,44 @@ def test_operators_registered_and_removed_at_run_time_keep_their_own_names(pk_to
     assert dict(recorded) == expected
 
 
+def test_threads_share_operator_names_while_operators_come_and_go(pk_torch):
+    # Every thread reads one shared table of operator-name addresses, without
+    # a lock, while others add to it and the dispatcher changes (each change
+    # makes every cached address be looked up again). torch releases the GIL
+    # around each operator, so the workers' callbacks really run at once.
+    import threading
+
+    pk_torch.enable()
+    work = {"pk_worker_add": (torch.add, "aten::add"), "pk_worker_mul": (torch.mul, "aten::mul"),
+            "pk_worker_sub": (torch.sub, "aten::sub"), "pk_worker_max": (torch.maximum, "aten::maximum")}
+    x = torch.randn(8)
+    start = threading.Barrier(len(work) + 1)
+
+    def run(label, fn):
+        start.wait()
+        with profkit.RecordEvent(label):
+            for _ in range(3000):
+                fn(x, x)
+
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        threads = [threading.Thread(target=run, args=(label, fn)) for label, (fn, _) in work.items()]
+        for t in threads:
+            t.start()
+        start.wait()
+        for round_ in range(8):  # registrations and removals while the workers run
+            library, op = _define_op(f"pk_test_mt{round_}", "op", lambda t: t.clone())
+            op(x)
+            library._destroy()
+        for t in threads:
+            t.join()
+    events = events_of(prof)
+    tid_of = {name: tid for name, tid in zip(events["name"], events["tid"]) if name in work}
+    assert len(set(tid_of.values())) == len(work)
+    for label, (_, operator) in work.items():
+        on_thread = (events["tid"] == tid_of[label]) & (events["type"] == OPERATOR)
+        assert collections.Counter(events["name"][on_thread]) == {operator: 3000}, label
+
+
 def test_model_events_and_their_nesting(pk_torch):
     pk_torch.enable()
     prof = train(make_loader(n=12, batch_size=4))

@@ -16,8 +16,8 @@
 // callback of ours at all (and skips RecordFunction entirely when nothing
 // else listens). Inside a window each operator costs RecordFunction's own
 // bookkeeping plus one pk_begin_event/pk_end_event pair; names go through
-// per-thread caches (_torch_op_names.h) that, for a dispatcher operator, read
-// neither its name nor profkit's copy.
+// caches (_torch_op_names.h) that, for a dispatcher operator, read neither its
+// name nor profkit's copy: one shared table keyed by the name's address.
 //
 // Scopes, all in one callback: torch rebuilds its per-thread lists of active
 // callbacks often (perf shows LocalCallbackManager::rebuild_scope in every

@@ -11,36 +11,108 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace profkit_torch {
+
+AddressTable g_address_table;
+
 namespace {
 
-// Bumped whenever the dispatcher registers or removes an operator. An address
-// cached in one epoch is trusted only in that epoch: the schema behind it
-// cannot have been freed (and its memory reused for another name) without the
-// epoch moving on. 0 = not watching yet: nothing is cached by address.
-std::atomic<uint64_t> g_epoch{0};
+// ---- the shared address table: the writers' side ---------------------------------
+//
+// The protocol with operator_name_id's lock-free readers:
+// - a new slot gets its epoch_and_id first, then its address (release), so a
+//   reader that sees the address sees the id;
+// - a slot whose address is cached from an earlier epoch gets a new
+//   epoch_and_id in one store: a reader sees the old word (whose epoch it
+//   rejects) or the new one;
+// - growing builds the new slots privately, publishes them (release), then
+//   the new mask: a reader that sees the new mask sees the new slots; one
+//   that pairs the old mask with the new slots probes a smaller range of
+//   them, misses at worst, and takes the slow path;
+// - slots are never removed and old slot arrays never freed (a reader may
+//   still be probing one): growth doubles, so they add up to less than the
+//   last, and a process sees a bounded set of operators.
+std::mutex g_address_mutex;                                               // serializes writers
+size_t g_address_used = 0;                                                // under g_address_mutex
+std::vector<std::unique_ptr<AddressSlot[]>>* g_address_arrays = nullptr;  // under g_address_mutex; never freed
+
+constexpr size_t kFirstAddressSlots = 128;  // mlp's ~60 operators stay below half full
+constexpr size_t kMaxAddressSlots = size_t{1} << 16;
+
+// Every cached address stops being trusted (under g_address_mutex, so that
+// cache_address never files a name under an epoch that has just ended).
+void advance_epoch() {
+  std::lock_guard<std::mutex> lock(g_address_mutex);
+  const uint32_t next = g_address_table.epoch.load(std::memory_order_relaxed) + 1;
+  g_address_table.epoch.store(next == 0 ? 1 : next, std::memory_order_release);
+}
 
 class RegistrationWatcher final : public c10::OpRegistrationListener {
  public:
-  void onOperatorRegistered(const c10::OperatorHandle&) override { bump(); }
-  void onOperatorDeregistered(const c10::OperatorHandle&) override { bump(); }
-
- private:
-  static void bump() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
+  void onOperatorRegistered(const c10::OperatorHandle&) override { advance_epoch(); }
+  void onOperatorDeregistered(const c10::OperatorHandle&) override { advance_epoch(); }
 };
 
-uint64_t address_hash(const char* address) {
-  const uint64_t h = reinterpret_cast<uintptr_t>(address) * kNameMul;
-  return h ^ (h >> 32);
+// The slot of `name` in `slots` (capacity mask + 1), or the empty one where it belongs.
+AddressSlot& probe(AddressSlot* slots, uint64_t mask, const char* name) noexcept {
+  for (uint64_t i = address_hash(name) & mask;; i = (i + 1) & mask) {
+    const char* address = slots[i].address.load(std::memory_order_relaxed);
+    if (address == name || address == nullptr) return slots[i];
+  }
 }
 
-struct AddressSlot {
-  const char* address;  // a schema's name string; nullptr = empty
-  uint64_t epoch;       // the g_epoch it was cached in (> 0)
-  pk_name_id id;
-  bool empty() const { return address == nullptr; }
-};
+// Makes room for one more address (under g_address_mutex). False when the
+// table is at its size limit or out of memory: the caller then just does not
+// cache (slower, never wrong).
+bool reserve_address_slot() noexcept {
+  AddressTable& table = g_address_table;
+  const uint64_t mask = table.mask.load(std::memory_order_relaxed);
+  AddressSlot* old = table.slots.load(std::memory_order_relaxed);
+  if (old != nullptr && 2 * (g_address_used + 1) <= mask + 1) return true;
+  const size_t capacity = old == nullptr ? kFirstAddressSlots : 2 * (mask + 1);
+  if (capacity > kMaxAddressSlots) return false;
+  try {
+    if (g_address_arrays == nullptr) g_address_arrays = new std::vector<std::unique_ptr<AddressSlot[]>>();
+    g_address_arrays->reserve(g_address_arrays->size() + 1);
+    std::unique_ptr<AddressSlot[]> grown(new AddressSlot[capacity]);
+    const size_t old_capacity = old == nullptr ? 0 : mask + 1;
+    for (size_t i = 0; i < old_capacity; ++i) {
+      const char* address = old[i].address.load(std::memory_order_relaxed);
+      if (address == nullptr) continue;
+      AddressSlot& slot = probe(grown.get(), capacity - 1, address);
+      slot.epoch_and_id.store(old[i].epoch_and_id.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      slot.address.store(address, std::memory_order_relaxed);
+    }
+    table.slots.store(grown.get(), std::memory_order_release);
+    table.mask.store(capacity - 1, std::memory_order_release);
+    g_address_arrays->push_back(std::move(grown));
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+// Caches a dispatcher operator's name by address for every thread: only a
+// schema's name has an address worth keeping -- it stays put until the
+// dispatcher changes (the epoch).
+PK_HOOK_COLD void cache_address(const char* name, uint32_t epoch, pk_name_id id) noexcept {
+  if (epoch == 0) return;
+  std::lock_guard<std::mutex> lock(g_address_mutex);
+  // An epoch that moved on since the lookup read it: the name may already be
+  // another operator's; the next call caches it in the new epoch.
+  if (g_address_table.epoch.load(std::memory_order_relaxed) != epoch || !reserve_address_slot()) return;
+  AddressSlot& slot = probe(g_address_table.slots.load(std::memory_order_relaxed),
+                            g_address_table.mask.load(std::memory_order_relaxed), name);
+  slot.epoch_and_id.store(AddressSlot::pack(epoch, id), std::memory_order_relaxed);
+  if (slot.address.load(std::memory_order_relaxed) == nullptr) {
+    ++g_address_used;
+    slot.address.store(name, std::memory_order_release);
+  }
+}
+
+// ---- the per-thread content table ------------------------------------------------
 
 struct ContentSlot {
   uint64_t key;      // scan_name(text).key; 0 = empty
@@ -56,87 +128,96 @@ struct ContentSlot {
 
 // One thread's open-addressing table (linear probing, power-of-two capacity,
 // at most half full, so a lookup almost always ends at its first slot).
-// Slots are never removed: an operator's address whose epoch has passed is
-// overwritten when seen again, and a thread sees a bounded set of names
+// Slots are never removed, and a thread sees a bounded set of names
 // (operators, autograd nodes). Past kMaxSlots it stops growing and the
 // caller interns what it cannot cache -- slower, never wrong.
-template <class Slot>
-class ProbeTable {
+class ContentTable {
  public:
   static constexpr size_t kFirstSlots = 256;
   static constexpr size_t kMaxSlots = size_t{1} << 16;
 
-  ProbeTable() = default;
-  ProbeTable(const ProbeTable&) = delete;
-  ProbeTable& operator=(const ProbeTable&) = delete;
-  ~ProbeTable() { delete[] slots_; }
+  ContentTable() = default;
+  ContentTable(const ContentTable&) = delete;
+  ContentTable& operator=(const ContentTable&) = delete;
+  ~ContentTable() { delete[] slots_; }
 
-  // The slot holding a key for which `matches` is true, or else the empty
-  // slot where `hash`'s key belongs; nullptr before the first reserve().
-  template <class Matches>
-  Slot* find(uint64_t hash, Matches&& matches) const noexcept {
+  // The slot holding `name` (scanned), or else the empty slot where it
+  // belongs; nullptr before the first reserve().
+  ContentSlot* find(const char* name, const ScannedName& scanned) const noexcept {
     if (slots_ == nullptr) return nullptr;
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
-      if (slot.empty() || matches(slot)) return &slot;
+    for (size_t i = scanned.key & mask_;; i = (i + 1) & mask_) {
+      ContentSlot& slot = slots_[i];
+      if (slot.empty() ||
+          (slot.key == scanned.key && slot.length == scanned.length && same_text(slot.text, name, scanned.length))) {
+        return &slot;
+      }
     }
   }
 
-  // Makes room for one more key (may move every slot: find() again after).
-  // False when the table is at its size limit or out of memory.
-  template <class HashOf>
-  bool reserve(HashOf&& hash_of) noexcept {
+  // Caches a name (after a find() that returned no slot or an empty one).
+  void add(const ContentSlot& value) noexcept {
+    if (!reserve()) return;
+    ContentSlot* slot = empty_slot_for(value.key);
+    *slot = value;
+    ++used_;
+  }
+
+ private:
+  ContentSlot* empty_slot_for(uint64_t key) const noexcept {
+    size_t i = key & mask_;
+    while (!slots_[i].empty()) i = (i + 1) & mask_;
+    return &slots_[i];
+  }
+
+  // Makes room for one more key. False when the table is at its size limit
+  // or out of memory.
+  bool reserve() noexcept {
     if (slots_ != nullptr && 2 * (used_ + 1) <= mask_ + 1) return true;
     const size_t capacity = slots_ == nullptr ? kFirstSlots : 2 * (mask_ + 1);
     if (capacity > kMaxSlots) return false;
-    Slot* grown = new (std::nothrow) Slot[capacity]();
+    ContentSlot* grown = new (std::nothrow) ContentSlot[capacity]();
     if (grown == nullptr) return false;
-    Slot* old = slots_;
+    ContentSlot* old = slots_;
     const size_t old_capacity = old == nullptr ? 0 : mask_ + 1;
     slots_ = grown;
     mask_ = capacity - 1;
     for (size_t i = 0; i < old_capacity; ++i) {
-      if (old[i].empty()) continue;
-      *find(hash_of(old[i]), [](const Slot&) { return false; }) = old[i];
+      if (!old[i].empty()) *empty_slot_for(old[i].key) = old[i];
     }
     delete[] old;
     return true;
   }
 
-  // Fills the empty slot find() returned (after reserve()).
-  void fill(Slot* slot, const Slot& value) noexcept {
-    if (slot->empty()) ++used_;
-    *slot = value;
-  }
-
- private:
-  Slot* slots_ = nullptr;
+  ContentSlot* slots_ = nullptr;
   size_t mask_ = 0;
   size_t used_ = 0;
-};
-
-struct NameCache {
-  ProbeTable<AddressSlot> by_address;
-  ProbeTable<ContentSlot> by_content;
 };
 
 // Only a pointer lives in thread-local storage: a dlopen'd module with a small
 // TLS block gets static TLS, which a TLS descriptor reads without calling
 // into the dynamic loader.
-thread_local NameCache* t_cache = nullptr;
+thread_local ContentTable* t_content = nullptr;
 
-struct CacheOwner {
-  ~CacheOwner() {
-    NameCache* cache = t_cache;
-    t_cache = nullptr;
-    delete cache;
+struct ContentTableOwner {
+  ~ContentTableOwner() {
+    ContentTable* table = t_content;
+    t_content = nullptr;
+    delete table;
   }
 };
 
-std::atomic<uint64_t> g_interned{0};  // names that took the slow path (pk_intern)
-// Lookups that missed the address table (by_content): names built per call,
-// and operators seen at a new address or in a new epoch. Tens per training
-// step, against hundreds of operators that never touch it.
+// A thread's first content lookup.
+PK_HOOK_COLD ContentTable* new_thread_content_table() noexcept {
+  thread_local ContentTableOwner owner;  // frees this thread's table when it exits
+  (void)owner;
+  t_content = new (std::nothrow) ContentTable();
+  return t_content;
+}
+
+std::atomic<uint64_t> g_interned{0};  // names that took the slowest path (pk_intern)
+// Lookups that missed the address table: names built per call, and
+// operators seen at a new address or in a new epoch. Tens per training step,
+// against hundreds of operators that never come here.
 std::atomic<uint64_t> g_content_lookups{0};
 
 PK_HOOK_COLD bool is_operator_call(const at::RecordFunction& fn) noexcept {
@@ -147,69 +228,45 @@ PK_HOOK_COLD bool is_operator_call(const at::RecordFunction& fn) noexcept {
   }
 }
 
-// Code layout. operator_name_id runs for every operator and by_content for
-// every name built per call (each backward node's range, "detach"...):
-// both are PK_HOT, so they sit in .text.hot next to the callbacks, and what
-// they call only the first time a thread sees a name is cold, out of their
-// cache lines. Between two operators torch's own code evicts most of L1i:
-// every line the per-event path spans is a likely miss. (callgrind's cache
-// simulation of an mlp training step: profkit's instruction-cache misses
-// above a clock-only callback went from 10 to 6 per event with this layout,
-// together with the engine's own and the -fno-plt build.)
-
-// Caches a dispatcher operator's name by address for the next call: only a
-// schema's name has an address worth keeping -- it stays put until the
-// dispatcher changes (the epoch).
-PK_HOOK_COLD void cache_address(const char* name, uint64_t epoch, pk_name_id id, NameCache& cache) noexcept {
-  if (epoch == 0 || !cache.by_address.reserve([](const AddressSlot& s) { return address_hash(s.address); })) return;
-  cache.by_address.fill(
-      cache.by_address.find(address_hash(name), [name](const AddressSlot& s) { return s.address == name; }),
-      {name, epoch, id});
-}
-
 // A name this thread has not seen: interned, then cached by content (and by
 // address when it is a dispatcher operator's).
-PK_HOOK_COLD pk_name_id intern_new(const at::RecordFunction& fn, const char* name, size_t n, uint64_t key,
-                                   uint64_t epoch, NameCache& cache) noexcept {
+PK_HOOK_COLD pk_name_id intern_new(const at::RecordFunction& fn, const char* name, const ScannedName& scanned,
+                                   uint32_t epoch, ContentTable* table) noexcept {
   g_interned.fetch_add(1, std::memory_order_relaxed);
   const pk_name_id id = pk_intern(name);
   const char* text = id != 0 ? pk_name_string(id) : nullptr;
   if (text == nullptr) return id;
   const bool is_operator = is_operator_call(fn);
-  if (n <= UINT32_MAX && cache.by_content.reserve([](const ContentSlot& s) { return s.key; })) {
-    cache.by_content.fill(cache.by_content.find(key, [](const ContentSlot&) { return false; }),
-                          {key, text, static_cast<uint32_t>(n), id, is_operator});
+  if (table != nullptr && scanned.length <= UINT32_MAX) {
+    table->add({scanned.key, text, static_cast<uint32_t>(scanned.length), id, is_operator});
   }
-  if (is_operator) cache_address(name, epoch, id, cache);
+  if (is_operator) cache_address(name, epoch, id);
   return id;
 }
 
-// A name the address table does not hold: looked up by content. Out of line,
-// so that operator_name_id's own path stays a few instructions long.
-__attribute__((noinline)) PK_HOOK_HOT pk_name_id by_content(const at::RecordFunction& fn, const char* name,
-                                                            uint64_t epoch, NameCache& cache) noexcept {
+}  // namespace
+
+// Code layout. operator_name_id runs for every operator, inlined into the
+// callback; this runs for every name built per call (each backward node's
+// range, "detach"...) and is PK_HOOK_HOT, so it sits in .text.hot next to
+// the callbacks, and what it calls only the first time a thread sees a name
+// is cold, out of its cache lines. Between two operators torch's own code
+// evicts most of L1i: every line the per-event path spans is a likely miss.
+__attribute__((noinline)) PK_HOOK_HOT pk_name_id operator_name_id_slow(const at::RecordFunction& fn, const char* name,
+                                                                       uint32_t epoch) noexcept {
   g_content_lookups.fetch_add(1, std::memory_order_relaxed);
   const ScannedName scanned = scan_name(name);
-  const ContentSlot* slot = cache.by_content.find(scanned.key, [&](const ContentSlot& s) {
-    return s.key == scanned.key && s.length == scanned.length && same_text(s.text, name, scanned.length);
-  });
-  if (slot == nullptr || slot->empty()) return intern_new(fn, name, scanned.length, scanned.key, epoch, cache);
+  ContentTable* table = t_content;
+  if (__builtin_expect(table == nullptr, 0)) table = new_thread_content_table();
+  const ContentSlot* slot = table != nullptr ? table->find(name, scanned) : nullptr;
+  if (slot == nullptr || slot->empty()) return intern_new(fn, name, scanned, epoch, table);
   // A name first cached from an operator call is an operator's whose address
-  // is new here (or whose epoch has passed): worth caching by address again.
+  // is new (or whose epoch has passed): worth caching by address again.
   // Names first seen outside the dispatcher are never asked (a backward
   // node's range is rebuilt on every call).
-  if (slot->operator_name && is_operator_call(fn)) cache_address(name, epoch, slot->id, cache);
+  if (slot->operator_name && is_operator_call(fn)) cache_address(name, epoch, slot->id);
   return slot->id;
 }
-
-PK_HOOK_COLD NameCache* new_thread_cache() noexcept {
-  thread_local CacheOwner owner;  // frees this thread's caches when it exits
-  (void)owner;
-  t_cache = new (std::nothrow) NameCache();
-  return t_cache;
-}
-
-}  // namespace
 
 void watch_operator_registrations() {
   static std::once_flag once;
@@ -219,29 +276,12 @@ void watch_operator_registrations() {
     static auto* handle = new c10::RegistrationHandleRAII(
         c10::Dispatcher::singleton().addRegistrationListener(std::make_unique<RegistrationWatcher>()));
     (void)handle;
-    g_epoch.fetch_add(1, std::memory_order_acq_rel);  // past 0: addresses may be cached from now on
+    advance_epoch();  // past 0: addresses may be cached from now on
   });
 }
 
 uint64_t names_interned() noexcept { return g_interned.load(std::memory_order_relaxed); }
 
 uint64_t content_lookups() noexcept { return g_content_lookups.load(std::memory_order_relaxed); }
-
-// Cache-line aligned: its ~160 bytes then span three lines, never four.
-__attribute__((aligned(64))) PK_HOOK_HOT pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept {
-  const char* name = fn.name();
-  NameCache* cache = t_cache;
-  if (__builtin_expect(cache == nullptr, 0) && (cache = new_thread_cache()) == nullptr) return pk_intern(name);
-  const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
-  // Probed to the end, not just the first slot: an operator whose slot
-  // another address took first must not fall to the content lookup on every
-  // call (it did: a few of mlp's operators went through strlen, a hash and
-  // memcmp each time).
-  const AddressSlot* slot =
-      cache->by_address.find(address_hash(name), [name](const AddressSlot& s) { return s.address == name; });
-  // Slots hold epochs > 0 only; an address from an earlier epoch is looked up again.
-  if (slot != nullptr && slot->address == name && slot->epoch == epoch) return slot->id;
-  return by_content(fn, name, epoch, *cache);
-}
 
 }  // namespace profkit_torch

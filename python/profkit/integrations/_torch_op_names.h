@@ -1,42 +1,116 @@
 // Operator names -> profkit name ids, for every operator event of the native
 // PyTorch hook. Most events are dispatcher operators, whose names are their
-// schema's string at a fixed address: those are cached by address and
-// trusted without reading the text, for as long as no operator is registered
-// or removed (the dispatcher tells us: watch_operator_registrations). Names
-// built for one call ("autograd::engine::evaluate_function: MmBackward0", a
-// new string each time) are cached by a hash of their whole text and
-// compared in full. Both caches are per-thread open-addressing tables that
-// grow with the names a thread sees, so no two names ever evict each other.
+// schema's string at a fixed address: those are found by address in one
+// table shared by every thread, and trusted without reading the text, for as
+// long as no operator is registered or removed (the dispatcher tells us:
+// watch_operator_registrations). Names built for one call
+// ("autograd::engine::evaluate_function: MmBackward0", a new string each
+// time) are found by a hash of their whole text in a per-thread table and
+// compared in full. Both tables are open-addressing tables that grow with the
+// names seen, so no two names ever evict each other.
 //
-// Thread-safety: operator_name_id runs on any thread; each thread has its own
-// caches (allocated on its first operator, freed when it exits).
-// watch_operator_registrations is called once, with the GIL held.
+// Why the address table is shared and read without a lock: it is read on
+// every operator, between two of which torch's own work evicts most of L1,
+// so each cache line the lookup reads is a likely miss. Shared, a lookup
+// reads two lines (AddressTable's header and the slot); per thread it read
+// five (a TLS descriptor's GOT entry, the thread's TLS block, its cache
+// object, the epoch and the slot). Writers are rare -- once per operator name
+// and registration epoch, in the whole process -- and serialized by a mutex;
+// readers see either the old or the new state of a slot, never a mix
+// (_torch_op_names.cpp gives the protocol).
+//
+// Thread-safety: operator_name_id runs on any thread, lock-free unless the
+// name is new. watch_operator_registrations is called once, with the GIL held.
 #pragma once
 
 #include <ATen/record_function.h>
 #include <profkit/profkit.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "_torch_hook_layout.h"
 
 namespace profkit_torch {
+
+// One cached operator: its schema name's address and, in one word so that a
+// reader never pairs one epoch with another's id, the epoch it was cached in
+// (high half) and its profkit name id (low half). 16 bytes: four per cache
+// line, none across two.
+struct AddressSlot {
+  std::atomic<const char*> address{nullptr};  // nullptr = empty; written last
+  std::atomic<uint64_t> epoch_and_id{0};
+
+  static uint64_t pack(uint32_t epoch, pk_name_id id) { return uint64_t{epoch} << 32 | id; }
+};
+
+// What a lookup reads first, in one cache line.
+struct alignas(64) AddressTable {
+  // Capacity - 1 (a power of two - 1); 0 before the first name. Published
+  // after `slots` and read before it: a reader that sees a mask sees slots at
+  // least that large (tables only grow, and old ones are never freed).
+  std::atomic<uint64_t> mask{0};
+  std::atomic<AddressSlot*> slots{nullptr};
+  // Bumped whenever the dispatcher registers or removes an operator. An
+  // address cached in one epoch is trusted only in that epoch: the schema
+  // behind it cannot have been freed (and its memory reused for another
+  // name) without the epoch moving on. 0 = not watching yet: nothing is
+  // cached by address. Wraps past 2^32 - 1 to 1, never to 0.
+  std::atomic<uint32_t> epoch{0};
+};
+
+extern AddressTable g_address_table;
+
+inline uint64_t address_hash(const char* address) {
+  const uint64_t h = reinterpret_cast<uintptr_t>(address) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 32);
+}
 
 // Follows the dispatcher's operator registrations from now on (idempotent).
 // Until it is called no address is trusted, so every name is looked up by
 // content. Throws what c10 throws.
 void watch_operator_registrations();
 
-// The profkit name id of the operator or range `fn` names; 0 when the name
-// could not be interned (pk_last_error says why).
-pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept;
+// The id of a name the address table does not hold (yet): by content, then
+// cached by address when it is a dispatcher operator's. Out of line and
+// cold-placed, so that operator_name_id's own path stays a few lines long.
+pk_name_id operator_name_id_slow(const at::RecordFunction& fn, const char* name, uint32_t epoch) noexcept;
 
-// How many names every thread's caches together have sent to pk_intern so
-// far: each distinct name should cost one per thread, and no more once the
-// caches are warm (a test holds the hook to that).
+// The profkit name id of the operator or range `fn` names; 0 when the name
+// could not be interned (pk_last_error says why). Inline: it is most of the
+// hook's per-operator work, and inlined into the callback it spans fewer
+// instruction-cache lines than as a call.
+PK_HOOK_HOT inline pk_name_id operator_name_id(const at::RecordFunction& fn) noexcept {
+  const char* name = fn.name();
+  AddressTable& table = g_address_table;
+  const uint64_t mask = table.mask.load(std::memory_order_acquire);
+  const AddressSlot* slots = table.slots.load(std::memory_order_acquire);
+  const uint32_t epoch = table.epoch.load(std::memory_order_acquire);
+  if (__builtin_expect(slots != nullptr, 1)) {
+    // Probed to an empty slot, not just the first: an operator whose slot
+    // another address took first must not fall to the content lookup on
+    // every call (it did: a few of mlp's operators went through it each time).
+    for (uint64_t i = address_hash(name) & mask;; i = (i + 1) & mask) {
+      const char* address = slots[i].address.load(std::memory_order_acquire);
+      if (address == name) {
+        const uint64_t cached = slots[i].epoch_and_id.load(std::memory_order_relaxed);
+        if (__builtin_expect(static_cast<uint32_t>(cached >> 32) == epoch, 1)) return static_cast<pk_name_id>(cached);
+        break;  // cached in an earlier epoch: looked up again
+      }
+      if (address == nullptr) break;
+    }
+  }
+  return operator_name_id_slow(fn, name, epoch);
+}
+
+// How many names every thread's content tables together have sent to
+// pk_intern so far: each distinct name should cost at most one per thread,
+// and no more once the tables are warm (a test holds the hook to that).
 uint64_t names_interned() noexcept;
 
-// How many lookups every thread's caches together have made by content so
-// far: a name built per call (a backward node's range) takes that path on
-// every call, a dispatcher operator only until its address is cached.
+// How many lookups have gone by content so far: a name built per call (a
+// backward node's range) takes that path on every call, a dispatcher
+// operator only until its address is cached.
 uint64_t content_lookups() noexcept;
 
 }  // namespace profkit_torch
