@@ -38,6 +38,18 @@ __attribute__((no_sanitize_address)) inline uint64_t load8_past_end(const char* 
   return v;
 }
 
+// The word at p read byte by byte, up to its NUL only: for the one word of a
+// name that straddles a page boundary. Out of line and cold: rare, and
+// scan_name's loop stays a few cache lines long without it.
+__attribute__((noinline, cold)) inline uint64_t load8_up_to_nul(const char* p) noexcept {
+  uint64_t word = 0;
+  for (size_t b = 0; b < 8; ++b) {
+    word |= uint64_t{static_cast<unsigned char>(p[b])} << (8 * b);
+    if (p[b] == '\0') break;
+  }
+  return word;
+}
+
 constexpr uint64_t kNameMul = 0x9E3779B97F4A7C15ull;
 
 struct ScannedName {
@@ -68,14 +80,11 @@ __attribute__((no_sanitize_address)) PK_HOOK_HOT inline ScannedName scan_name(co
   size_t safe_end = kPage - (reinterpret_cast<uintptr_t>(name) & (kPage - 1));
   uint64_t h = 0;
   for (size_t i = 0;; i += 8) {
-    uint64_t word = 0;
+    uint64_t word;
     if (__builtin_expect(i + 8 <= safe_end, 1)) {
       word = load8_past_end(name + i);
-    } else {  // the word that straddles a page boundary: up to the NUL only
-      for (size_t b = 0; b < 8; ++b) {
-        word |= uint64_t{static_cast<unsigned char>(name[i + b])} << (8 * b);
-        if (name[i + b] == '\0') break;
-      }
+    } else {
+      word = load8_up_to_nul(name + i);
       safe_end += kPage;
     }
     // The lowest flagged byte is exactly the first NUL (bytes above it may be
