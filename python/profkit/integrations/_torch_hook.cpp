@@ -309,7 +309,7 @@ PyMethodDef kMethods[] = {
      "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
     {"names_interned", names_interned, METH_NOARGS,
-     "names_interned() -> int: operator and range names the per-thread caches have sent to pk_intern so far"},
+     "names_interned() -> int: operator and range names the per-thread content tables have sent to pk_intern so far"},
     {"content_lookups", content_lookups, METH_NOARGS,
      "content_lookups() -> int: names looked up by their text so far (not found by address)"},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},

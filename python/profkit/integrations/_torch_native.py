@@ -60,9 +60,10 @@ _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
 # jump through the GOT without a PLT stub, one code line fewer per call.
 _CFLAGS = ["-O2", "-DNDEBUG", "-fvisibility=hidden", "-fno-plt"]
 if platform.machine() in ("x86_64", "AMD64"):
-    # TLS descriptors, as libprofkit.so itself uses: the hook's per-thread name
-    # cache is read on every operator, and in a dlopen'd module the default
-    # model costs a __tls_get_addr call per read.
+    # TLS descriptors, as libprofkit.so itself uses: the hook's per-thread
+    # table of names built per call is read tens of times per training step,
+    # and in a dlopen'd module the default model costs a __tls_get_addr call
+    # per read.
     _CFLAGS.append("-mtls-dialect=gnu2")
 
 

@@ -41,12 +41,18 @@ std::vector<std::unique_ptr<AddressSlot[]>>* g_address_arrays = nullptr;  // und
 constexpr size_t kFirstAddressSlots = 128;  // mlp's ~60 operators stay below half full
 constexpr size_t kMaxAddressSlots = size_t{1} << 16;
 
-// Every cached address stops being trusted (under g_address_mutex, so that
-// cache_address never files a name under an epoch that has just ended).
+// Every cached address stops being trusted. Lock-free: the dispatcher calls
+// it under its own lock, possibly in a forked child, where g_address_mutex
+// may have been held by a thread that does not exist there. A name that
+// cache_address stamps with an epoch that has just ended is harmless:
+// readers compare the stamp with the current epoch.
 void advance_epoch() {
-  std::lock_guard<std::mutex> lock(g_address_mutex);
-  const uint32_t next = g_address_table.epoch.load(std::memory_order_relaxed) + 1;
-  g_address_table.epoch.store(next == 0 ? 1 : next, std::memory_order_release);
+  uint32_t epoch = g_address_table.epoch.load(std::memory_order_relaxed);
+  uint32_t next;
+  do {
+    next = epoch + 1 == 0 ? 1 : epoch + 1;
+  } while (
+      !g_address_table.epoch.compare_exchange_weak(epoch, next, std::memory_order_acq_rel, std::memory_order_relaxed));
 }
 
 class RegistrationWatcher final : public c10::OpRegistrationListener {
@@ -100,9 +106,9 @@ bool reserve_address_slot() noexcept {
 PK_HOOK_COLD void cache_address(const char* name, uint32_t epoch, pk_name_id id) noexcept {
   if (epoch == 0) return;
   std::lock_guard<std::mutex> lock(g_address_mutex);
-  // An epoch that moved on since the lookup read it: the name may already be
-  // another operator's; the next call caches it in the new epoch.
-  if (g_address_table.epoch.load(std::memory_order_relaxed) != epoch || !reserve_address_slot()) return;
+  // An epoch that moved on since the lookup read it: not worth a slot (its
+  // readers would reject the stamp); the next call caches it in the new one.
+  if (g_address_table.epoch.load(std::memory_order_acquire) != epoch || !reserve_address_slot()) return;
   AddressSlot& slot = probe(g_address_table.slots.load(std::memory_order_relaxed),
                             g_address_table.mask.load(std::memory_order_relaxed), name);
   slot.epoch_and_id.store(AddressSlot::pack(epoch, id), std::memory_order_relaxed);
