@@ -30,7 +30,8 @@ namespace {
 // - growing builds the new slots privately, publishes them (release), then
 //   the new mask: a reader that sees the new mask sees the new slots; one
 //   that pairs the old mask with the new slots probes a smaller range of
-//   them, misses at worst, and takes the slow path;
+//   them (find_slot stops after mask + 1 probes), misses at worst, and
+//   takes the slow path;
 // - slots are never removed and old slot arrays never freed (a reader may
 //   still be probing one): growth doubles, so they add up to less than the
 //   last, and a process sees a bounded set of operators.
@@ -61,14 +62,6 @@ class RegistrationWatcher final : public c10::OpRegistrationListener {
   void onOperatorDeregistered(const c10::OperatorHandle&) override { advance_epoch(); }
 };
 
-// The slot of `name` in `slots` (capacity mask + 1), or the empty one where it belongs.
-AddressSlot& probe(AddressSlot* slots, uint64_t mask, const char* name) noexcept {
-  for (uint64_t i = address_hash(name) & mask;; i = (i + 1) & mask) {
-    const char* address = slots[i].address.load(std::memory_order_relaxed);
-    if (address == name || address == nullptr) return slots[i];
-  }
-}
-
 // Makes room for one more address (under g_address_mutex). False when the
 // table is at its size limit or out of memory: the caller then just does not
 // cache (slower, never wrong).
@@ -87,9 +80,9 @@ bool reserve_address_slot() noexcept {
     for (size_t i = 0; i < old_capacity; ++i) {
       const char* address = old[i].address.load(std::memory_order_relaxed);
       if (address == nullptr) continue;
-      AddressSlot& slot = probe(grown.get(), capacity - 1, address);
-      slot.epoch_and_id.store(old[i].epoch_and_id.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      slot.address.store(address, std::memory_order_relaxed);
+      AddressSlot* slot = find_slot(grown.get(), capacity - 1, address);  // never nullptr: half empty
+      slot->epoch_and_id.store(old[i].epoch_and_id.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      slot->address.store(address, std::memory_order_relaxed);
     }
     table.slots.store(grown.get(), std::memory_order_release);
     table.mask.store(capacity - 1, std::memory_order_release);
@@ -109,12 +102,12 @@ PK_HOOK_COLD void cache_address(const char* name, uint32_t epoch, pk_name_id id)
   // An epoch that moved on since the lookup read it: not worth a slot (its
   // readers would reject the stamp); the next call caches it in the new one.
   if (g_address_table.epoch.load(std::memory_order_acquire) != epoch || !reserve_address_slot()) return;
-  AddressSlot& slot = probe(g_address_table.slots.load(std::memory_order_relaxed),
-                            g_address_table.mask.load(std::memory_order_relaxed), name);
-  slot.epoch_and_id.store(AddressSlot::pack(epoch, id), std::memory_order_relaxed);
-  if (slot.address.load(std::memory_order_relaxed) == nullptr) {
+  AddressSlot* slot = find_slot(g_address_table.slots.load(std::memory_order_relaxed),
+                                g_address_table.mask.load(std::memory_order_relaxed), name);  // never nullptr
+  slot->epoch_and_id.store(AddressSlot::pack(epoch, id), std::memory_order_relaxed);
+  if (slot->address.load(std::memory_order_relaxed) == nullptr) {
     ++g_address_used;
-    slot.address.store(name, std::memory_order_release);
+    slot->address.store(name, std::memory_order_release);
   }
 }
 

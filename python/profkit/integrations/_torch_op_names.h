@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "_torch_hook_layout.h"
+#include "_torch_name_scan.h"
 
 namespace profkit_torch {
 
@@ -48,7 +49,10 @@ struct AddressSlot {
 struct alignas(64) AddressTable {
   // Capacity - 1 (a power of two - 1); 0 before the first name. Published
   // after `slots` and read before it: a reader that sees a mask sees slots at
-  // least that large (tables only grow, and old ones are never freed).
+  // least that large (tables only grow, and old ones are never freed). A
+  // reader may still pair an older, smaller mask with newer slots, whose
+  // probed range then may hold neither its name nor an empty slot: find_slot
+  // stops after mask + 1 probes.
   std::atomic<uint64_t> mask{0};
   std::atomic<AddressSlot*> slots{nullptr};
   // Bumped whenever the dispatcher registers or removes an operator. An
@@ -62,8 +66,23 @@ struct alignas(64) AddressTable {
 extern AddressTable g_address_table;
 
 inline uint64_t address_hash(const char* address) {
-  const uint64_t h = reinterpret_cast<uintptr_t>(address) * 0x9E3779B97F4A7C15ull;
+  const uint64_t h = reinterpret_cast<uintptr_t>(address) * kNameMul;
   return h ^ (h >> 32);
+}
+
+// The slot holding `name` among `slots` (capacity mask + 1), or else the
+// empty slot where it belongs; nullptr when the mask + 1 slots probed hold
+// neither (only a reader with a stale mask sees that: it takes the slow path).
+// Readers and writers both probe here; writers, under the table's mutex,
+// always get a slot (a table is at most half full).
+PK_HOOK_HOT inline AddressSlot* find_slot(AddressSlot* slots, uint64_t mask, const char* name) noexcept {
+  uint64_t i = address_hash(name);
+  for (uint64_t probes = 0; probes <= mask; ++probes, ++i) {
+    AddressSlot& slot = slots[i & mask];
+    const char* address = slot.address.load(std::memory_order_acquire);
+    if (address == name || address == nullptr) return &slot;
+  }
+  return nullptr;
 }
 
 // Follows the dispatcher's operator registrations from now on (idempotent).
@@ -72,8 +91,8 @@ inline uint64_t address_hash(const char* address) {
 void watch_operator_registrations();
 
 // The id of a name the address table does not hold (yet): by content, then
-// cached by address when it is a dispatcher operator's. Out of line and
-// cold-placed, so that operator_name_id's own path stays a few lines long.
+// cached by address when it is a dispatcher operator's. Out of line, so that
+// operator_name_id's own path stays a few cache lines long.
 pk_name_id operator_name_id_slow(const at::RecordFunction& fn, const char* name, uint32_t epoch) noexcept;
 
 // The profkit name id of the operator or range `fn` names; 0 when the name
@@ -84,21 +103,16 @@ PK_HOOK_HOT inline pk_name_id operator_name_id(const at::RecordFunction& fn) noe
   const char* name = fn.name();
   AddressTable& table = g_address_table;
   const uint64_t mask = table.mask.load(std::memory_order_acquire);
-  const AddressSlot* slots = table.slots.load(std::memory_order_acquire);
+  AddressSlot* slots = table.slots.load(std::memory_order_acquire);
   const uint32_t epoch = table.epoch.load(std::memory_order_acquire);
-  if (__builtin_expect(slots != nullptr, 1)) {
-    // Probed to an empty slot, not just the first: an operator whose slot
-    // another address took first must not fall to the content lookup on
-    // every call (it did: a few of mlp's operators went through it each time).
-    for (uint64_t i = address_hash(name) & mask;; i = (i + 1) & mask) {
-      const char* address = slots[i].address.load(std::memory_order_acquire);
-      if (address == name) {
-        const uint64_t cached = slots[i].epoch_and_id.load(std::memory_order_relaxed);
-        if (__builtin_expect(static_cast<uint32_t>(cached >> 32) == epoch, 1)) return static_cast<pk_name_id>(cached);
-        break;  // cached in an earlier epoch: looked up again
-      }
-      if (address == nullptr) break;
-    }
+  // Probed past the first slot: an operator whose slot another address took
+  // first must not fall to the content lookup on every call (it did: a few
+  // of mlp's operators went through it each time).
+  const AddressSlot* slot = __builtin_expect(slots != nullptr, 1) ? find_slot(slots, mask, name) : nullptr;
+  if (__builtin_expect(slot != nullptr && slot->address.load(std::memory_order_relaxed) == name, 1)) {
+    const uint64_t cached = slot->epoch_and_id.load(std::memory_order_relaxed);
+    // Cached in an earlier epoch: looked up again.
+    if (__builtin_expect(static_cast<uint32_t>(cached >> 32) == epoch, 1)) return static_cast<pk_name_id>(cached);
   }
   return operator_name_id_slow(fn, name, epoch);
 }
