@@ -24,6 +24,8 @@ drifts of the machine's speed cancel; the figures are medians over rounds.
 Each round also writes each profiler's trace: torch.profiler's
 ``export_chrome_trace`` against profkit's ``.pktrace`` save and Chrome JSON
 export (and each one's stop/collect time); those figures are medians too.
+It also times writing the Chrome JSON's bytes alone to a new file: the file
+system's share of that export, which no JSON writer can go below.
 
 Workloads: ``mlp`` (a training step on small matrices: dominated by
 per-operator cost, where a profiler's overhead shows), ``cnn`` (the small
