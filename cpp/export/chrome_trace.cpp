@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -14,114 +12,13 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/event_types.h"
+#include "export/device_kind_names.h"
 #include "export/json_escape.h"
+#include "export/json_output_buffer.h"
 
 namespace profkit {
 
 namespace {
-
-constexpr size_t kFlushBytes = 1 << 20;
-
-std::string_view copy_kind_name(uint8_t kind) {
-  switch (kind) {
-    case 1:
-      return "HtoD";
-    case 2:
-      return "DtoH";
-    case 3:
-      return "HtoA";
-    case 4:
-      return "AtoH";
-    case 5:
-      return "AtoA";
-    case 6:
-      return "AtoD";
-    case 7:
-      return "DtoA";
-    case 8:
-      return "DtoD";
-    case 9:
-      return "HtoH";
-    case 10:
-      return "PtoP";
-    default:
-      return "Unknown";
-  }
-}
-
-std::string_view memory_kind_name(uint8_t kind) {
-  switch (kind) {
-    case 1:
-      return "Pageable";
-    case 2:
-      return "Pinned";
-    case 3:
-      return "Device";
-    case 4:
-      return "Array";
-    case 5:
-      return "Managed";
-    case 6:
-      return "DeviceStatic";
-    case 7:
-      return "ManagedStatic";
-    default:
-      return "Unknown";
-  }
-}
-
-// Raw output buffer: events are formatted straight into it through a char
-// pointer (std::string appends cost several times more per event).
-class OutBuffer {
- public:
-  explicit OutBuffer(AtomicFileWriter& out) : out_(out), data_(new char[kCapacity]) {}
-  // A pointer with room for `n` more bytes; finish with advance().
-  char* room(size_t n) {
-    if (kCapacity - used_ < n) flush();
-    if (n > kCapacity) return big(n);
-    return data_.get() + used_;
-  }
-  void advance(char* end) {
-    if (big_) {
-      out_.write(big_.get(), static_cast<size_t>(end - big_.get()));
-      big_.reset();
-      return;
-    }
-    used_ = static_cast<size_t>(end - data_.get());
-  }
-  void flush() {
-    out_.write(data_.get(), used_);
-    used_ = 0;
-  }
-  bool nearly_full() const { return used_ >= kFlushBytes; }
-
- private:
-  static constexpr size_t kCapacity = kFlushBytes + (1 << 16);
-  char* big(size_t n) {  // one oversized item (a huge name)
-    big_.reset(new char[n]);
-    return big_.get();
-  }
-  AtomicFileWriter& out_;
-  std::unique_ptr<char[]> data_;
-  std::unique_ptr<char[]> big_;
-  size_t used_ = 0;
-};
-
-inline char* copy(char* p, std::string_view s) {
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
-
-// ns as µs with three decimals: 1234567 -> "1234.567".
-inline char* write_us(char* p, uint64_t ns) {
-  p = std::to_chars(p, p + 24, ns / 1000).ptr;
-  const auto frac = static_cast<unsigned>(ns % 1000);
-  p[0] = '.';
-  p[1] = static_cast<char>('0' + frac / 100);
-  p[2] = static_cast<char>('0' + frac / 10 % 10);
-  p[3] = static_cast<char>('0' + frac % 10);
-  return p + 4;
-}
 
 // The trace's own time base: its first event (host or timed GPU), or the
 // window start if that is earlier.
@@ -187,7 +84,7 @@ class ChromeTraceWriter {
     first_event_ = false;
     put_char('{');
   }
-  void put(std::string_view s) { buf_.advance(copy(buf_.room(s.size()), s)); }
+  void put(std::string_view s) { buf_.advance(copy_text(buf_.room(s.size()), s)); }
   void put_char(char c) {
     char* p = buf_.room(1);
     *p = c;
@@ -343,16 +240,16 @@ class ChromeTraceWriter {
         // The common case, formatted in one go.
         const std::string& event_name = name(e.name);
         char* p = buf_.room(event_name.size() + 160);
-        if (!first_event_) p = copy(p, ",\n");
+        if (!first_event_) p = copy_text(p, ",\n");
         first_event_ = false;
         *p++ = '{';
-        p = copy(p, complete_prefix_[e.type]);
-        p = copy(p, event_name);
-        p = copy(p, "\",\"ts\":");
+        p = copy_text(p, complete_prefix_[e.type]);
+        p = copy_text(p, event_name);
+        p = copy_text(p, "\",\"ts\":");
         p = write_us(p, e.start_ns - base_ns_ + shift_ns_);
-        p = copy(p, ",\"dur\":");
+        p = copy_text(p, ",\"dur\":");
         p = write_us(p, e.end_ns - e.start_ns);
-        p = copy(p, is_python_layer(e.type) ? python_tail : cpp_tail);
+        p = copy_text(p, is_python_layer(e.type) ? python_tail : cpp_tail);
         *p++ = '}';
         buf_.advance(p);
         maybe_flush();
@@ -597,7 +494,7 @@ class ChromeTraceWriter {
   const Result& r_;
   const ChromeOptions& options_;
   AtomicFileWriter& out_;
-  OutBuffer buf_{out_};
+  JsonOutputBuffer buf_{out_};
   std::vector<std::string> names_;
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;

@@ -32,13 +32,13 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _C, _records, _summary
+from .integrations._collectives_in_flight import IN_FLIGHT_SUFFIX
 from .result import ProfilerResult
 
 __all__ = ["cross_rank_summary", "CrossRankSummary", "RankFigures"]
 
 _PROFILE_STEP = 2
 _COMMUNICATION = 12
-IN_FLIGHT_SUFFIX = " (in flight)"  # profkit.integrations.torch_distributed's async lanes
 _UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
 
 

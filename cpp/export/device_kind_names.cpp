@@ -1,0 +1,53 @@
+#include "export/device_kind_names.h"
+
+namespace profkit {
+
+std::string_view copy_kind_name(uint8_t kind) {
+  switch (kind) {
+    case 1:
+      return "HtoD";
+    case 2:
+      return "DtoH";
+    case 3:
+      return "HtoA";
+    case 4:
+      return "AtoH";
+    case 5:
+      return "AtoA";
+    case 6:
+      return "AtoD";
+    case 7:
+      return "DtoA";
+    case 8:
+      return "DtoD";
+    case 9:
+      return "HtoH";
+    case 10:
+      return "PtoP";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string_view memory_kind_name(uint8_t kind) {
+  switch (kind) {
+    case 1:
+      return "Pageable";
+    case 2:
+      return "Pinned";
+    case 3:
+      return "Device";
+    case 4:
+      return "Array";
+    case 5:
+      return "Managed";
+    case 6:
+      return "DeviceStatic";
+    case 7:
+      return "ManagedStatic";
+    default:
+      return "Unknown";
+  }
+}
+
+}  // namespace profkit

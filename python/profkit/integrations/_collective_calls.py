@@ -1,0 +1,222 @@
+"""What a torch.distributed call moves: the arguments of its Communication event.
+
+``COLLECTIVES`` names the functions ``torch_distributed.enable()`` wraps and,
+for each, which parameters hold what this rank sends and receives.
+``describe()`` turns one call's arguments into the event's arguments
+(``bytes``, ``out_bytes``, ``dtype``, ``group_size``, ``peer``,
+``async_op``, ``ops``, ``ddp_bucket``); ``annotate()`` attaches them to the
+event open on the calling thread.
+
+Thread-safety: ``describe()`` and ``annotate()`` run on any thread; the
+name caches are dicts filled under the GIL, and ``ddp_context`` is per
+thread.
+"""
+
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import _C
+
+__all__ = ["Spec", "COLLECTIVES", "EVENT_NAMES", "Call", "describe", "annotate", "is_async", "ddp_context", "arg_key"]
+
+
+class Spec:
+    """Which parameters of a function hold what this rank sends and receives."""
+
+    def __init__(
+        self,
+        sent: Sequence[str] = (),
+        received: Sequence[str] = (),
+        peer: Optional[str] = None,
+        group: Optional[str] = "group",
+        positional: bool = False,
+    ) -> None:
+        self.sent = tuple(sent)  # -> "bytes"
+        self.received = tuple(received)  # -> "out_bytes" (or "bytes" when nothing is sent)
+        self.peer = peer
+        self.group = group
+        self.positional = positional  # a builtin without a signature
+
+
+#: The functions enable() wraps (those present in the installed torch), and
+#: where their payload is.
+COLLECTIVES: Dict[str, Spec] = {
+    "all_reduce": Spec(sent=["tensor"]),
+    "all_reduce_coalesced": Spec(sent=["tensors"]),
+    "broadcast": Spec(sent=["tensor"], peer="src"),
+    "reduce": Spec(sent=["tensor"], peer="dst"),
+    "all_gather": Spec(sent=["tensor"], received=["tensor_list"]),
+    "all_gather_into_tensor": Spec(sent=["input_tensor"], received=["output_tensor"]),
+    "all_gather_single": Spec(sent=["input_tensor"], received=["output_tensor"]),
+    "_all_gather_base": Spec(sent=["input_tensor"], received=["output_tensor"]),
+    "all_gather_coalesced": Spec(sent=["input_tensor_list"], received=["output_tensor_lists"]),
+    "reduce_scatter": Spec(sent=["input_list"], received=["output"]),
+    "reduce_scatter_tensor": Spec(sent=["input"], received=["output"]),
+    "reduce_scatter_single": Spec(sent=["input"], received=["output"]),
+    "_reduce_scatter_base": Spec(sent=["input"], received=["output"]),
+    "gather": Spec(sent=["tensor"], received=["gather_list"], peer="dst"),
+    "scatter": Spec(sent=["scatter_list"], received=["tensor"], peer="src"),
+    "all_to_all": Spec(sent=["input_tensor_list"], received=["output_tensor_list"]),
+    "all_to_all_single": Spec(sent=["input"], received=["output"]),
+    "barrier": Spec(),
+    "monitored_barrier": Spec(),
+    "send": Spec(sent=["tensor"], peer="dst"),
+    "recv": Spec(received=["tensor"], peer="src"),
+    "isend": Spec(sent=["tensor"], peer="dst"),
+    "irecv": Spec(received=["tensor"], peer="src"),
+    "batch_isend_irecv": Spec(sent=["p2p_op_list"], group=None),
+    "all_gather_object": Spec(),
+    "gather_object": Spec(peer="dst"),
+    "broadcast_object_list": Spec(peer="src"),
+    "scatter_object_list": Spec(peer="src"),
+    "send_object_list": Spec(peer="dst"),
+    "recv_object_list": Spec(peer="src"),
+    # DDP's parameter and buffer broadcasts: (process_group, tensors, buffer_size, src).
+    "_broadcast_coalesced": Spec(sent=["1"], peer="3", group="0", positional=True),
+}
+
+#: Event names of the functions whose own name is private or an old alias.
+EVENT_NAMES = {
+    "_broadcast_coalesced": "broadcast_coalesced",
+    "_all_gather_base": "all_gather_into_tensor",
+    "_reduce_scatter_base": "reduce_scatter_tensor",
+}
+
+_ALWAYS_ASYNC = {"isend", "irecv", "batch_isend_irecv"}
+
+#: ddp_bucket while a DDP communication hook runs on this thread
+#: (torch_distributed.instrument_ddp sets it).
+ddp_context = threading.local()
+
+_KEYS: Dict[str, int] = {}
+
+
+def arg_key(name: str) -> int:
+    """The engine's id of an argument key, interned once."""
+    found = _KEYS.get(name)
+    if found is None:
+        found = _KEYS[name] = _C.intern(name)
+    return found
+
+
+def _payload(value: Any) -> Tuple[Optional[int], Any]:
+    """(bytes, first tensor) of a tensor, a P2POp, or a list of them (or of
+    lists); (None, None) when there is no tensor."""
+    if value is None:
+        return None, None
+    nbytes = getattr(value, "nbytes", None)
+    if nbytes is not None and hasattr(value, "element_size"):  # a tensor
+        return int(nbytes), value
+    tensor = getattr(value, "tensor", None)  # a P2POp
+    if tensor is not None:
+        return _payload(tensor)
+    if isinstance(value, (list, tuple)):
+        total, first = None, None
+        for item in value:
+            n, t = _payload(item)
+            if n is not None:
+                total = n if total is None else total + n
+                if first is None:
+                    first = t
+        return total, first
+    return None, None
+
+
+def _payloads(bound: Dict[str, Any], names: Sequence[str], tensor: Any) -> Tuple[Optional[int], Any]:
+    """Total bytes of the named arguments, and the first tensor (``tensor`` if already found)."""
+    total = None
+    for name in names:
+        n, t = _payload(bound.get(name))
+        if n is not None:
+            total = n if total is None else total + n
+            if tensor is None:
+                tensor = t
+    return total, tensor
+
+
+class Call:
+    """The facts of one call, for the event's arguments and in-flight tracking."""
+
+    __slots__ = ("args", "cpu")
+
+    def __init__(self) -> None:
+        self.args: List[Tuple[str, Any]] = []
+        self.cpu = False
+
+
+def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async: bool, args: tuple,
+             kwargs: dict) -> Call:
+    """The event arguments of one call of ``name``, from its arguments.
+
+    ``params``: the function's positional parameter names (None: a builtin
+    without a signature, whose arguments are named by position);
+    ``has_async``: whether it takes ``async_op``.
+    """
+    call = Call()
+    if params is None:
+        params = tuple(str(i) for i in range(len(args)))
+    bound: Dict[str, Any] = dict(zip(params, args))
+    if kwargs:
+        bound.update(kwargs)
+    sent, tensor = _payloads(bound, spec.sent, None)
+    received, tensor = _payloads(bound, spec.received, tensor)
+    if sent is not None:
+        call.args.append(("bytes", sent))
+        if received is not None:
+            call.args.append(("out_bytes", received))
+    elif received is not None:
+        call.args.append(("bytes", received))
+    if tensor is not None:
+        call.args.append(("dtype", _dtype_name(tensor.dtype)))
+        call.cpu = tensor.device.type == "cpu"
+    if spec.group is not None:
+        size = _group_size(bound.get(spec.group))
+        if size is not None:
+            call.args.append(("group_size", size))
+    if spec.peer is not None and isinstance(bound.get(spec.peer), int):
+        call.args.append(("peer", bound[spec.peer]))
+    if name in _ALWAYS_ASYNC:
+        call.args.append(("async_op", 1))
+    elif has_async:
+        call.args.append(("async_op", int(bool(bound.get("async_op", False)))))
+    if name == "batch_isend_irecv" and isinstance(bound.get("p2p_op_list"), list):
+        call.args.append(("ops", len(bound["p2p_op_list"])))
+    bucket = getattr(ddp_context, "ddp_bucket", None)
+    if bucket is not None:
+        call.args.append(("ddp_bucket", bucket))
+    return call
+
+
+def is_async(name: str, call: Call) -> bool:
+    """Whether the call returned before its communication completed."""
+    return name in _ALWAYS_ASYNC or ("async_op", 1) in call.args
+
+
+def _group_size(group: Any) -> Optional[int]:
+    try:
+        if group is None:  # the default group, without get_world_size()'s layers
+            c10d = sys.modules["torch.distributed.distributed_c10d"]
+            group = c10d.GroupMember.WORLD
+        return int(group.size())
+    except Exception:  # not initialized, not a member, another torch: leave it out
+        return None
+
+
+_DTYPE_NAMES: Dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    text = _DTYPE_NAMES.get(dtype)
+    if text is None:
+        text = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return text
+
+
+def annotate(args: Sequence[Tuple[str, Any]]) -> None:
+    """Attaches ``(key, value)`` arguments to the event open on this thread."""
+    for name, value in args:
+        if isinstance(value, str):
+            _C.event_arg_str(arg_key(name), value)
+        else:
+            _C.event_arg_int(arg_key(name), int(value))

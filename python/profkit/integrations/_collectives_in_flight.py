@@ -1,0 +1,128 @@
+"""Asynchronous CPU collectives in flight: how long each was really under way.
+
+An asynchronous call (``async_op=True``, isend/irecv, batch_isend_irecv)
+returns at once, so its own event only spans the launch. For CPU tensors
+(gloo) ``track()`` hands the call's futures to a daemon thread, "profkit:
+collectives in flight", which waits for them in launch order and records a
+second event, "<name> (in flight)", from when it picks the work up until
+the work completes: the Distributed Summary's Overlap reads these lanes.
+
+The thread waits on each work's future, never on the work itself: gloo's
+send/recv works have no future and each completion wakes one waiter, so
+waiting on them too would hang the caller's own wait (such calls get no
+in-flight event).
+
+Thread-safety: ``track()`` and ``wait_in_flight()`` may be called from any
+thread; the waiter thread starts once, on first use, and lives as long as
+the process.
+"""
+
+import queue
+import threading
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .. import _C
+from .._C import RecordEvent
+from ._collective_calls import annotate
+
+__all__ = ["IN_FLIGHT_SUFFIX", "IN_FLIGHT_THREAD_NAME", "WINDOW_END_WAIT_S", "track", "wait_in_flight",
+           "finish_in_flight", "COMMUNICATION"]
+
+COMMUNICATION = 12  # TracerEventType.Communication
+IN_FLIGHT_SUFFIX = " (in flight)"
+IN_FLIGHT_THREAD_NAME = "profkit: collectives in flight"
+
+#: How long the end of a recording window waits for collectives in flight
+#: (they normally completed already: the step waited for them). Longer waits
+#: give up, and those in-flight events are left out of the window.
+WINDOW_END_WAIT_S = 0.5
+
+
+class _Waiter:
+    """A daemon thread that waits for asynchronous CPU collectives in launch
+    order and records how long each was under way."""
+
+    def __init__(self) -> None:
+        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._start_lock = threading.Lock()
+
+    def track(self, name: str, futures: List[Any], args: Sequence[Tuple[str, Any]]) -> None:
+        if not futures:
+            return
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    thread = threading.Thread(target=self._run, name=IN_FLIGHT_THREAD_NAME, daemon=True)
+                    thread.start()
+                    self._thread = thread
+        self._queue.put((name + IN_FLIGHT_SUFFIX, futures, args))
+
+    def drain(self, timeout: float) -> bool:
+        """Waits until every work tracked so far has been waited for. True if
+        it finished in time."""
+        if self._thread is None:
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            _C.set_thread_name(IN_FLIGHT_THREAD_NAME)
+        except RuntimeError:  # pragma: no cover - naming is cosmetic
+            pass
+        while True:
+            item = self._queue.get()
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            name, futures, args = item
+            event = RecordEvent(name, COMMUNICATION)
+            event.begin()
+            try:
+                annotate(args)
+                for future in futures:
+                    try:
+                        future.wait()  # any number of threads may wait on a future
+                    except Exception:  # the caller sees the failure on its own wait
+                        pass
+            finally:
+                event.end()
+            del futures, item
+
+
+_waiter = _Waiter()
+
+
+def track(event_name: str, result: Any, args: Sequence[Tuple[str, Any]]) -> None:
+    """Records "<event_name> (in flight)" for the works a call returned
+    (``result``: one work or a list), with the call's event arguments."""
+    _waiter.track(event_name, _futures(result), args)
+
+
+def _futures(result: Any) -> List[Any]:
+    """The futures of a call's works. Never the works themselves: waiting
+    twice on a gloo send/recv work (ours and the caller's) hangs the caller,
+    since each completion wakes one waiter. Works without a future (gloo's
+    send/recv) are not tracked."""
+    futures = []
+    for work in result if isinstance(result, list) else [result]:
+        try:
+            futures.append(work.get_future())
+        except Exception:  # "getFuture not implemented": no in-flight event for it
+            pass
+    return futures
+
+
+def wait_in_flight(timeout: float = 10.0) -> bool:
+    """Blocks until profkit has seen every asynchronous collective launched so
+    far complete and recorded its in-flight event; False if ``timeout``
+    seconds passed first. The Profiler does this (up to
+    WINDOW_END_WAIT_S) before each recording window closes."""
+    return _waiter.drain(timeout)
+
+
+def finish_in_flight(_profiler: object = None) -> None:
+    """The collect hook that lets in-flight events land in the window."""
+    _waiter.drain(WINDOW_END_WAIT_S)
