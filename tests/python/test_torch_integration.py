@@ -282,6 +282,31 @@ def test_each_thread_has_its_own_top_level_forward(pk_torch):
     assert len(set(events["tid"][forwards])) == 2
 
 
+def test_compiled_models_are_profiled_operator_by_operator(pk_torch):
+    # torch.compile with the aot_eager backend (no C++ toolchain, ~2 s): the
+    # compiled graph runs its aten operators through the dispatcher, so the
+    # hook sees them inside torch's "Torch-Compiled Region" range, and the
+    # compiled backward as one autograd node.
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    compiled = torch.compile(model, backend="aot_eager")
+    x = torch.randn(4, 8)
+    compiled(x).sum().backward()  # compiles outside the window
+    pk_torch.enable()
+    steps = 2
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in range(steps):
+            compiled(x).sum().backward()
+            prof.step()
+    events = events_of(prof)
+    assert names_of_type(events, FORWARD) == ["OptimizedModule.forward"] * steps
+    assert names_of_type(events, BACKWARD) == ["backward"] * steps
+    operators = collections.Counter(names_of_type(events, OPERATOR))
+    assert operators["aten::addmm"] == 2 * steps  # both Linear layers, in the compiled graph
+    for around in enclosing_names(events, "aten::addmm"):
+        assert any(name.startswith("Torch-Compiled Region") for name in around)
+    assert operators["autograd::engine::evaluate_function: CompiledFunctionBackward"] == steps
+    assert operators["aten::mm"] >= 2 * steps  # the compiled backward's matrix products
+
 def test_record_shapes(pk_torch):
     pk_torch.enable(record_shapes=True)
     prof = train(make_loader(n=4, batch_size=4))
