@@ -4,22 +4,23 @@
 ``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}.trace.json`` (Chrome trace JSON for
 chrome://tracing and ui.perfetto.dev); ``export_protobuf(dir)`` (Paddle's
 name) writes the same stem with ``.pktrace``, profkit's binary trace that
-``load_profiler_result`` reads. The engine writes a temporary file and
-renames it into place, so a crash never leaves half a file under the final
-name.
+``load_profiler_result`` reads. The time in the name is when the window
+began (local time), so both files of one window share their stem, however
+long the first export took. The engine writes a temporary file and renames
+it into place, so a crash never leaves half a file under the final name.
 """
 
 import datetime
 import os
 import socket
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from . import _rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
 
-__all__ = ["export_chrome_tracing", "export_protobuf", "default_worker_name", "trace_file_name"]
+__all__ = ["export_chrome_tracing", "export_protobuf", "default_worker_name", "trace_file_name", "window_start_time"]
 
 CHROME_SUFFIX = ".trace.json"
 PKTRACE_SUFFIX = ".pktrace"
@@ -45,6 +46,16 @@ def trace_file_name(worker_name: str, suffix: str, now: Optional[datetime.dateti
     """``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}{suffix}``."""
     stamp = (now or datetime.datetime.now()).strftime("%Y_%m_%d_%H_%M_%S_%f")
     return f"{worker_name}_time_{stamp}{suffix}"
+
+
+def window_start_time(result: Any) -> Optional[datetime.datetime]:
+    """When a window's recording began, as a local datetime (None without a result)."""
+    if result is None:
+        return None
+    info = result.info
+    wall_ns = info["start_ns"] + info["clock_offset_ns"]
+    seconds, ns = divmod(wall_ns, 1_000_000_000)
+    return datetime.datetime.fromtimestamp(seconds) + datetime.timedelta(microseconds=ns // 1000)
 
 
 def _make_dir(dir_name: str) -> None:
@@ -89,7 +100,8 @@ class TraceExporter:
         if not worker:
             worker = default_worker_name(result.info["rank"] if result is not None else None)
         _make_dir(self.dir_name)  # again: it may have been removed since
-        path = _unused_path(self.dir_name, trace_file_name(worker, self.suffix), self.suffix)
+        file_name = trace_file_name(worker, self.suffix, window_start_time(result))
+        path = _unused_path(self.dir_name, file_name, self.suffix)
         prof.export(path, format=self.format)
         self.paths.append(path)
 
@@ -102,8 +114,8 @@ def export_chrome_tracing(dir_name: str, worker_name: Optional[str] = None) -> T
     """An on_trace_ready callback that writes each window as Chrome trace JSON.
 
     Creates ``dir_name`` (now, and again before each write if it vanished)
-    and writes ``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}.trace.json`` there.
-    ``worker_name`` defaults to ``host_{hostname}pid_{pid}`` (+ ``rank_{r}``).
+    and writes ``{worker_name}_time_{%Y_%m_%d_%H_%M_%S_%f}.trace.json`` there,
+    the time being when the window began. ``worker_name`` defaults to ``host_{hostname}pid_{pid}`` (+ ``rank_{r}``).
     """
     return TraceExporter(dir_name, worker_name, "json")
 

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import socket
+import time
 
 import pytest
 
@@ -63,6 +64,26 @@ def test_export_protobuf_files_load_back(tmp_path, no_rank):
     (path,) = exporter.paths
     assert re.fullmatch(r"trainer" + STAMP + r"\.pktrace", os.path.basename(path))
     assert load_profiler_result(path).steps == [1, 2]
+
+
+def test_both_files_of_a_window_share_their_stem_the_time_it_began(tmp_path, no_rank):
+    chrome, binary = export_chrome_tracing(str(tmp_path)), export_protobuf(str(tmp_path))
+
+    def slow_export(prof):
+        chrome(prof)
+        time.sleep(0.002)  # a stamp taken at export time would differ by now
+        binary(prof)
+
+    with Profiler(scheduler=(1, 3), on_trace_ready=slow_export) as p:
+        for _ in range(4):
+            p.step()
+    (json_path,), (pktrace_path,) = chrome.paths, binary.paths
+    stem = os.path.basename(json_path)[: -len(".trace.json")]
+    assert os.path.basename(pktrace_path) == stem + ".pktrace"
+    info = p.profiler_result.info
+    began = datetime.datetime.fromtimestamp((info["start_ns"] + info["clock_offset_ns"]) / 1e9)
+    stamped = datetime.datetime.strptime(stem.split("_time_")[1], "%Y_%m_%d_%H_%M_%S_%f")
+    assert abs((stamped - began).total_seconds()) < 1e-5
 
 
 def test_rank_from_the_engine_goes_into_the_file_name(tmp_path, no_rank):
