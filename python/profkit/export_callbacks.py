@@ -13,14 +13,15 @@ it into place, so a crash never leaves half a file under the final name.
 import datetime
 import os
 import socket
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from . import _rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
+    from .result import ProfilerResult
 
-__all__ = ["export_chrome_tracing", "export_protobuf", "default_worker_name", "trace_file_name", "window_start_time"]
+__all__ = ["export_chrome_tracing", "export_protobuf", "default_worker_name", "trace_file_name"]
 
 CHROME_SUFFIX = ".trace.json"
 PKTRACE_SUFFIX = ".pktrace"
@@ -48,7 +49,7 @@ def trace_file_name(worker_name: str, suffix: str, now: Optional[datetime.dateti
     return f"{worker_name}_time_{stamp}{suffix}"
 
 
-def window_start_time(result: Any) -> Optional[datetime.datetime]:
+def _window_start_time(result: Optional["ProfilerResult"]) -> Optional[datetime.datetime]:
     """When a window's recording began, as a local datetime (None without a result)."""
     if result is None:
         return None
@@ -100,7 +101,7 @@ class TraceExporter:
         if not worker:
             worker = default_worker_name(result.info["rank"] if result is not None else None)
         _make_dir(self.dir_name)  # again: it may have been removed since
-        file_name = trace_file_name(worker, self.suffix, window_start_time(result))
+        file_name = trace_file_name(worker, self.suffix, _window_start_time(result))
         path = _unused_path(self.dir_name, file_name, self.suffix)
         prof.export(path, format=self.format)
         self.paths.append(path)

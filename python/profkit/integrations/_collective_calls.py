@@ -17,8 +17,23 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C
+from .._enums import TracerEventType
 
-__all__ = ["Spec", "COLLECTIVES", "EVENT_NAMES", "Call", "describe", "annotate", "is_async", "ddp_context", "arg_key"]
+__all__ = [
+    "COMMUNICATION",
+    "Spec",
+    "COLLECTIVES",
+    "EVENT_NAMES",
+    "Call",
+    "describe",
+    "annotate",
+    "is_async",
+    "ddp_context",
+    "arg_key",
+]
+
+#: The event type of every call and in-flight event.
+COMMUNICATION = int(TracerEventType.Communication)
 
 
 class Spec:

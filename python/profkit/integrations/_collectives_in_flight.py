@@ -23,12 +23,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import _C
 from .._C import RecordEvent
-from ._collective_calls import annotate
+from ._collective_calls import COMMUNICATION, annotate
 
-__all__ = ["IN_FLIGHT_SUFFIX", "IN_FLIGHT_THREAD_NAME", "WINDOW_END_WAIT_S", "track", "wait_in_flight",
-           "finish_in_flight", "COMMUNICATION"]
+__all__ = ["IN_FLIGHT_SUFFIX", "IN_FLIGHT_THREAD_NAME", "WINDOW_END_WAIT_S", "track", "wait_in_flight", "finish_in_flight"]
 
-COMMUNICATION = 12  # TracerEventType.Communication
 IN_FLIGHT_SUFFIX = " (in flight)"
 IN_FLIGHT_THREAD_NAME = "profkit: collectives in flight"
 

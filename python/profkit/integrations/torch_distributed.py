@@ -64,9 +64,18 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _C, _window_listeners
 from .._C import RecordEvent
-from ._collective_calls import COLLECTIVES, EVENT_NAMES, Spec, annotate, arg_key, ddp_context, describe, is_async
-from ._collectives_in_flight import (
+from ._collective_calls import (
+    COLLECTIVES,
     COMMUNICATION,
+    EVENT_NAMES,
+    Spec,
+    annotate,
+    arg_key,
+    ddp_context,
+    describe,
+    is_async,
+)
+from ._collectives_in_flight import (
     IN_FLIGHT_SUFFIX,
     IN_FLIGHT_THREAD_NAME,
     WINDOW_END_WAIT_S,
