@@ -68,6 +68,7 @@ class ChromeTraceWriter {
     write_process_metadata();
     write_host_events();
     write_device_events();
+    write_memory_counters();
     if (options_.include_flows) write_flows();
     write_drop_marker();
     put("\n],\n\"displayTimeUnit\":\"ms\",\n\"profkit\":");
@@ -372,6 +373,33 @@ class ChromeTraceWriter {
     put("\",\"bandwidth GB/s\":");
     const uint64_t ns = d.end_ns - d.start_ns;
     put_double(ns == 0 ? 0.0 : static_cast<double>(m.bytes) / static_cast<double>(ns));
+  }
+
+  // One counter sample per allocation or free: Perfetto draws each device's
+  // allocator totals as a track ("Memory (CPU)", "Memory (GPU 0)") in the
+  // CPU process, whose slices made the allocations.
+  void write_memory_counters() {
+    std::string last_device_name;
+    int32_t last_device = INT32_MIN;
+    for (const pk_memory_event& m : r_.memory_events) {
+      if (m.device != last_device) {
+        last_device = m.device;
+        last_device_name = m.device < 0 ? "Memory (CPU)" : "Memory (GPU " + std::to_string(m.device) + ")";
+      }
+      open_event();
+      put("\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"");
+      put(last_device_name);
+      put("\",\"ts\":");
+      put_us(relative(m.time_ns));
+      put(",\"pid\":");
+      put_uint(pid_);
+      put(",\"tid\":0,\"args\":{\"Allocated\":");
+      put_uint(m.total_allocated);
+      put(",\"Reserved\":");
+      put_uint(m.total_reserved);
+      put("}}");
+      maybe_flush();
+    }
   }
 
   void write_flows() {

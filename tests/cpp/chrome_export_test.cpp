@@ -70,6 +70,9 @@ TEST(ChromeExport, LaysOutLanesCategoriesFlowsAndMetadata) {
   EXPECT_TRUE(has("\"cat\":\"Kernel\",\"name\":\"void gemm<float, 128>(float*, float const*)\""));
   EXPECT_TRUE(has("\"grid\":[4,2,1],\"block\":[128,1,1],\"registers per thread\":32,\"shared memory\":3072"));
   EXPECT_TRUE(has("\"kind\":\"HtoD\""));
+  EXPECT_TRUE(
+      has("\"name\":\"Memory (GPU 0)\",\"ts\":3.500,\"pid\":4242,\"tid\":0,"
+          "\"args\":{\"Allocated\":1048576,\"Reserved\":2097152}"));
   EXPECT_TRUE(has("\"bandwidth GB/s\":4.096"));
   EXPECT_TRUE(has("\"ph\":\"s\",\"cat\":\"ac2g\""));
   EXPECT_TRUE(has("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\""));
@@ -205,6 +208,38 @@ TEST(ChromeExport, PlacementThroughTheCAbi) {
   EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("late.json").c_str(), &o), PK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pk_last_error()).find("after the trace's first event"), std::string::npos);
   EXPECT_EQ(access(dir.file("late.json").c_str(), F_OK), -1);  // nothing written
+}
+
+TEST(ChromeExport, MemoryEventsAreCounterTracksPerDevice) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 7;
+  info.start_ns = 1000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t thread = b.thread(1);
+  b.add_memory_event({3000, 0x10, 4096, 4096, 0, thread, -1});
+  b.add_memory_event({2000, 0x20, 512, 512, 2048, thread, 1});
+  b.add_memory_event({4500, 0x10, -4096, 0, 0, thread, -1});
+  auto r = b.finish();
+  const std::string path = dir.file("memory.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  const char* expected[] = {
+      // In time order, each with the allocator's totals after it.
+      "{\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"Memory (GPU 1)\",\"ts\":1.000,\"pid\":7,\"tid\":0,"
+      "\"args\":{\"Allocated\":512,\"Reserved\":2048}}",
+      "{\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"Memory (CPU)\",\"ts\":2.000,\"pid\":7,\"tid\":0,"
+      "\"args\":{\"Allocated\":4096,\"Reserved\":0}}",
+      "{\"ph\":\"C\",\"cat\":\"Memory\",\"name\":\"Memory (CPU)\",\"ts\":3.500,\"pid\":7,\"tid\":0,"
+      "\"args\":{\"Allocated\":0,\"Reserved\":0}}",
+  };
+  size_t at = 0;
+  for (const char* line : expected) {
+    const size_t found = json.find(line, at);
+    ASSERT_NE(found, std::string::npos) << line << "\nin\n" << json;
+    at = found + 1;
+  }
 }
 
 TEST(ChromeExport, EmptyResultIsValidAndErrorsNameThePath) {

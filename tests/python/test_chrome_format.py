@@ -15,7 +15,7 @@ _spec.loader.exec_module(checker)
 
 
 def record_busy_trace(path, **export_options):
-    """Nested ranges on two layers and two threads, instants via the engine, args, steps."""
+    """Nested ranges on two layers and two threads, instants and memory via the engine, args, steps."""
 
     def worker():
         for _ in range(20):
@@ -31,6 +31,7 @@ def record_busy_trace(path, **export_options):
                 with RecordEvent("aten::linear", TracerEventType.Operator):
                     profkit._C.event_arg_str(profkit._C.intern("input_shapes"), "[[2, 3]]")
                     profkit._C.instant_event(profkit._C.intern("marker"), int(TracerEventType.UserDefined))
+                    profkit._C.record_memory(-1, 0x1000 + step, 4096, 4096 * (step + 1), 0)  # a counter sample
             with profkit.dataloader_range():
                 pass
             t.join()
@@ -45,6 +46,9 @@ def test_recorded_traces_follow_the_format(tmp_path):
     record_busy_trace(labelled, label_durations=True)
     assert checker.check_file(str(plain)) == []
     assert checker.check_file(str(labelled)) == []
+    with open(plain) as f:
+        counters = [e for e in json.load(f)["traceEvents"] if e["ph"] == "C"]
+    assert [(e["name"], e["args"]["Allocated"]) for e in counters] == [("Memory (CPU)", 4096 * n) for n in (1, 2, 3)]
 
 
 def test_the_checker_catches_what_importers_reject():
@@ -63,4 +67,9 @@ def test_the_checker_catches_what_importers_reject():
     assert any("bp" in p for p in checker.problems(doc(good, lonely_flow, unbound)))
     assert any("metadata" in p for p in checker.problems(doc({"ph": "M", "name": "thread_name", "pid": 1,
                                                                 "tid": 1, "args": {}})))
+    counter = {"ph": "C", "name": "Memory (CPU)", "cat": "Memory", "pid": 1, "tid": 0, "ts": 1.0,
+               "args": {"Allocated": 4096}}
+    assert list(checker.problems(doc(counter))) == []
+    assert any("counter" in p for p in checker.problems(doc(dict(counter, args={"Allocated": "4096"}))))
+    assert any("counter" in p for p in checker.problems(doc({k: v for k, v in counter.items() if k != "args"})))
     assert list(checker.problems(json.loads('{"traceEvents": {}}')))

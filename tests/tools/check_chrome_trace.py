@@ -7,7 +7,8 @@ Usage: check_chrome_trace.py FILE [FILE ...]   (exit 1 and one line per problem)
 Checked: the top-level object; every event's phase and required fields with
 the right types; metadata events naming processes and threads; complete
 ("X") events properly nested on each (pid, tid) lane — the importers drop or
-misplace slices that overlap without nesting; instant scopes; flow events
+misplace slices that overlap without nesting; instant scopes; counter
+("C") events with numeric series in args; flow events
 with ids, "f" binding to the enclosing slice ("bp":"e"), and each flow start
 and end falling inside a slice on its lane; ids used by exactly one start and
 one end.
@@ -17,7 +18,7 @@ import json
 import sys
 from collections import defaultdict
 
-PHASES = {"X", "i", "M", "s", "f"}
+PHASES = {"X", "i", "M", "s", "f", "C"}
 METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_name": "name",
             "thread_sort_index": "sort_index"}
 
@@ -72,6 +73,10 @@ def problems(doc):
         elif ph == "i":
             if e.get("s", "t") not in ("t", "p", "g"):
                 yield f"{where}: instant scope must be t, p or g"
+        elif ph == "C":
+            series = e.get("args")
+            if not isinstance(series, dict) or not series or not all(_number(v) for v in series.values()):
+                yield f"{where}: a counter event needs args of numbers (one per series)"
         else:  # flow
             if "id" not in e:
                 yield f"{where}: a flow event needs an id"

@@ -3,7 +3,8 @@
 // profkit Operator event, and torch's user ranges (record_function) into
 // events too, through the C ABI -- the way any framework would call it. The
 // module also carries CallRange, the C wrappers that record Forward, Backward
-// and data loading (_torch_call_ranges.h).
+// and data loading (_torch_call_ranges.h), and the allocation reporter of
+// profile_memory (_torch_memory.h).
 //
 // Built against the installed torch on first use by
 // profkit/integrations/_torch_native.py (torch is never a build requirement of
@@ -44,6 +45,7 @@
 #include <profkit/profkit.h>
 
 #include "_torch_call_ranges.h"
+#include "_torch_memory.h"
 #include "_torch_op_names.h"
 
 #include <atomic>
@@ -251,6 +253,7 @@ PyObject* uninstall(PyObject*, PyObject*) {
     std::lock_guard<std::mutex> lock(g_mutex);
     disarm();
   }
+  profkit_torch::close_memory_window();
   if (!removed) {
     PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
     return nullptr;
@@ -271,12 +274,27 @@ PyObject* set_record_shapes(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// Allocations and frees as memory events, from the calling thread (the one
+// driving the Profiler) while a window asks for them; see _torch_memory.h.
+PyObject* memory_window(PyObject*, PyObject* arg) {
+  const int want = PyObject_IsTrue(arg);
+  if (want < 0) return nullptr;
+  if (want == 0) {
+    profkit_torch::close_memory_window();
+    Py_RETURN_TRUE;
+  }
+  return PyBool_FromLong(profkit_torch::open_memory_window() == profkit_torch::MemoryWindow::kReporting);
+}
+
+PyObject* memory_leave_thread(PyObject*, PyObject*) { return PyBool_FromLong(profkit_torch::leave_memory_thread()); }
+
 // In a child just forked from a process that had the hook installed: drop
 // the torch callbacks without taking g_mutex or profkit's locks (another
 // thread of the parent may have held them at the fork; the child has only
 // the forking thread, so nothing else runs here now).
 PyObject* forget_after_fork(PyObject*, PyObject*) {
   g_forked.store(true, std::memory_order_relaxed);
+  profkit_torch::forget_memory_after_fork();
   if (g_callback != 0) at::removeCallback(g_callback);
   g_callback = 0;
   g_listener = 0;  // left registered in the child's engine; on_state ignores it
@@ -305,6 +323,12 @@ PyMethodDef kMethods[] = {
     {"uninstall", uninstall, METH_NOARGS, "uninstall(): stop following profkit's state and remove the torch callback"},
     {"set_record_shapes", set_record_shapes, METH_O,
      "set_record_shapes(flag): attach operators' input shapes (from the next window, or now if recording)"},
+    {"memory_window", memory_window, METH_O,
+     "memory_window(flag) -> bool: report torch's allocations and frees on this thread (True), or stop; False when "
+     "torch's own profiler holds this thread, so nothing can be reported"},
+    {"memory_leave_thread", memory_leave_thread, METH_NOARGS,
+     "memory_leave_thread() -> bool: stop reporting allocations on this thread only (so that torch's own profiler "
+     "can start here); True when it was reporting here"},
     {"forget_after_fork", forget_after_fork, METH_NOARGS,
      "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},

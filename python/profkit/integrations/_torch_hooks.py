@@ -42,7 +42,7 @@ from .._C import RecordEvent
 from .._enums import TracerEventType
 from ..dataloader import DataloaderRange
 
-__all__ = ["PythonHooks"]
+__all__ = ["PythonHooks", "put_back"]
 
 _FORWARD = int(TracerEventType.Forward)
 _BACKWARD = int(TracerEventType.Backward)
@@ -191,7 +191,7 @@ class PythonHooks:
                     return original(*args, **kwargs)
 
         autograd.backward = backward
-        self._restore.append(lambda: _put_back(autograd, "backward", backward, original))
+        self._restore.append(lambda: put_back(autograd, "backward", backward, original))
 
     # ---- Optimization -----------------------------------------------------------------
     def _install_optimizer(self) -> None:
@@ -231,10 +231,10 @@ class PythonHooks:
                     return original(iterator)
 
         iterator_class.__next__ = __next__
-        self._restore.append(lambda: _put_back(iterator_class, "__next__", __next__, original))
+        self._restore.append(lambda: put_back(iterator_class, "__next__", __next__, original))
 
 
-def _put_back(owner: Any, name: str, ours: Any, original: Any) -> None:
+def put_back(owner: Any, name: str, ours: Any, original: Any) -> None:
     """Restores ``owner.name`` unless something else replaced ours since."""
     if getattr(owner, name, None) is ours:
         setattr(owner, name, original)

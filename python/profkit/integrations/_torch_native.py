@@ -1,4 +1,4 @@
-"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp`` and the two files it uses).
+"""Builds and loads profkit's native PyTorch hook (``_torch_hook.cpp`` and the files it uses).
 
 The hook is compiled against the torch installed next to profkit, on first
 use, with ``torch.utils.cpp_extension`` (a C++ compiler and ninja, which the
@@ -46,9 +46,15 @@ __all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
 
 MODULE_NAME = "profkit_torch_hook"
 _HERE = Path(__file__).parent
-SOURCES = [_HERE / "_torch_hook.cpp", _HERE / "_torch_call_ranges.cpp", _HERE / "_torch_op_names.cpp"]
+SOURCES = [
+    _HERE / "_torch_hook.cpp",
+    _HERE / "_torch_call_ranges.cpp",
+    _HERE / "_torch_memory.cpp",
+    _HERE / "_torch_op_names.cpp",
+]
 HEADERS = [
     _HERE / "_torch_call_ranges.h",
+    _HERE / "_torch_memory.h",
     _HERE / "_torch_op_names.h",
     _HERE / "_torch_name_scan.h",
     _HERE / "_torch_hook_layout.h",
@@ -74,7 +80,7 @@ class NativeBuildError(RuntimeError):
 class NativeHook(NamedTuple):
     """A loaded native hook."""
 
-    module: ModuleType  # install / uninstall / set_record_shapes / installed / armed
+    module: ModuleType  # install / uninstall / set_record_shapes / memory_window / installed / armed
     path: Path  # the binary that was loaded
     built: bool  # True when this call compiled it (False: taken from the cache)
     build_seconds: float

@@ -20,6 +20,9 @@ Once enabled, every recording window gets:
   engine's range for its node (``autograd::engine::evaluate_function:
   AddmmBackward0``), nested as they ran; with ``record_shapes`` each
   carries an ``input_shapes`` argument (``"[[3], [64, 10], [10, 3], [], []]"``);
+- with ``profile_memory``, a memory event for every allocation and free by
+  torch's allocators on the thread driving the Profiler (and the autograd
+  work it runs): the Memory summary, and memory counters in the Chrome trace;
 - a ``Forward`` event for each top-level module call (``"Net.forward"``),
   ``Backward`` for ``loss.backward()``, ``Optimization`` for
   ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
@@ -51,7 +54,7 @@ import sys
 import threading
 import warnings
 from types import ModuleType
-from typing import Any, List, NamedTuple, Optional
+from typing import Any, List, NamedTuple, Optional, Set
 
 from .. import _C, _window_listeners
 from . import torch_distributed
@@ -69,6 +72,7 @@ _BACKEND_ENV = "PROFKIT_TORCH_BACKEND"
 
 class _Options(NamedTuple):
     record_shapes: Optional[bool]
+    profile_memory: Optional[bool]
     backend: str  # as asked: one of BACKENDS
 
 
@@ -82,9 +86,17 @@ class _Integration:
         self.fallback: Any = None  # an OperatorRecorder
         self.backend = ""
         self._hooks: Any = None
+        self.memory: Any = None  # a MemoryWindow, with the native hook
         # Whether enable() switched on torch_distributed (so disable() only
         # undoes what it did, not a user's own torch_distributed.enable()).
         self.distributed = False
+        self._warned: Set[str] = set()
+
+    def warn_once(self, message: str) -> None:
+        """A ProfilerWarning, the first time this integration has this to say."""
+        if message not in self._warned:
+            self._warned.add(message)
+            warnings.warn(message, ProfilerWarning, stacklevel=2)
 
     @property
     def hooks(self) -> Any:
@@ -140,18 +152,23 @@ class _Enabled:
         if self._previous is None:
             disable()
         else:
-            enable(record_shapes=self._previous.record_shapes, backend=self._previous.backend)
+            previous = self._previous
+            enable(record_shapes=previous.record_shapes, profile_memory=previous.profile_memory, backend=previous.backend)
 
     def __repr__(self) -> str:
         return f"<profkit.integrations.torch enabled ({backend()})>"
 
 
-def enable(*, record_shapes: Optional[bool] = None, backend: str = "auto") -> _Enabled:
+def enable(
+    *, record_shapes: Optional[bool] = None, profile_memory: Optional[bool] = None, backend: str = "auto"
+) -> _Enabled:
     """Records PyTorch's operators, passes, optimizer steps and data loading in every window.
 
     Args:
         record_shapes: attach input shapes to operators. None (default):
             follow each Profiler's ``record_shapes``.
+        profile_memory: record torch's allocations and frees (native hook
+            only). None (default): follow each Profiler's ``profile_memory``.
         backend: "auto" (default; ``$PROFKIT_TORCH_BACKEND`` may pick),
             "native" or "python" -- see BACKENDS.
 
@@ -166,15 +183,14 @@ def enable(*, record_shapes: Optional[bool] = None, backend: str = "auto") -> _E
         RuntimeError: backend="native" and the hook cannot be built or loaded.
     """
     global _current
-    if record_shapes is not None and not isinstance(record_shapes, bool):
-        raise TypeError(
-            f"profkit.integrations.torch.enable(): record_shapes must be a bool or None, not {record_shapes!r}"
-        )
+    for name, value in (("record_shapes", record_shapes), ("profile_memory", profile_memory)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"profkit.integrations.torch.enable(): {name} must be a bool or None, not {value!r}")
     chosen = _resolve_backend(backend)
     torch = _import_torch("enable")
     with _lock:
         previous = _current.options if _current is not None else None
-        options = _Options(record_shapes, backend)
+        options = _Options(record_shapes, profile_memory, backend)
         if _current is not None and chosen in ("auto", _current.backend):
             _current.options = options  # same recorder: new options only
             _follow_window(_current, _active_profiler())
@@ -187,6 +203,10 @@ def enable(*, record_shapes: Optional[bool] = None, backend: str = "auto") -> _E
         try:
             if integration.native is not None:
                 integration.native.install()
+                from ._torch_memory_window import MemoryWindow
+
+                integration.memory = MemoryWindow(torch, integration.native, integration.warn_once)
+                integration.memory.install()
             integration.hooks.install()
             if torch.distributed.is_available() and not torch_distributed.is_enabled():
                 torch_distributed.enable()  # collectives as Communication events
@@ -271,6 +291,8 @@ def _teardown(integration: _Integration) -> None:
     if integration.distributed:
         torch_distributed.disable()
         integration.distributed = False
+    if integration.memory is not None:
+        integration.memory.uninstall()
     if integration.native is not None:
         integration.native.uninstall()
     if integration.fallback is not None:
@@ -284,18 +306,28 @@ def _active_profiler() -> Any:
     return profiler_module._active
 
 
-def _record_shapes(integration: _Integration, profiler: Any) -> bool:
-    if integration.options.record_shapes is not None:
-        return integration.options.record_shapes
-    return bool(getattr(profiler, "record_shapes", False))
+def _option(integration: _Integration, profiler: Any, name: str) -> bool:
+    """An option of enable() when given, else the Profiler's attribute of the same name."""
+    asked = getattr(integration.options, name)
+    if asked is not None:
+        return bool(asked)
+    return bool(getattr(profiler, name, False))
 
 
 def _follow_window(integration: _Integration, profiler: Any, state: Optional[ProfilerState] = None) -> None:
     """Puts the window-only hooks in the shape ``state`` needs (default: the engine's state now)."""
     recording = _C.is_recording() if state is None else state.is_recording
-    shapes = _record_shapes(integration, profiler)
+    shapes = _option(integration, profiler, "record_shapes")
+    memory = recording and _option(integration, profiler, "profile_memory")
     if integration.native is not None:
         integration.native.set_record_shapes(shapes)  # read when the callback is armed
+    if integration.memory is not None:
+        integration.memory.follow(memory)
+    elif memory:
+        integration.warn_once(
+            "profkit: profile_memory needs the native PyTorch hook; the pure-Python fallback in use records no "
+            f"memory events ({_native_failure or 'backend=python was asked for'})"
+        )
     if integration.fallback is not None:
         integration.fallback.window(recording, shapes)
     integration.hooks.window(recording)
@@ -321,6 +353,8 @@ def _after_fork_in_child() -> None:
     _window_listeners.remove(_on_window)
     if integration.native is not None:
         integration.native.forget_after_fork()
+    if integration.memory is not None:
+        integration.memory.uninstall()
     if integration.fallback is not None:
         integration.fallback.window(False)
     integration.hooks.uninstall()

@@ -1,0 +1,151 @@
+"""profile_memory with the PyTorch integration: torch's allocations and frees as memory events."""
+
+import json
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test.sh installs the CPU build)")
+
+import profkit  # noqa: E402
+from profkit import SummaryView, TracerEventType  # noqa: E402
+
+from torch_helpers import events_of, make_loader, train  # noqa: E402
+
+BLOCK_BYTES = 4 << 20  # torch.empty(1 << 20) of float32
+
+
+def allocate_and_free():
+    """Allocates a 4 MiB tensor and frees it; returns its address."""
+    block = torch.empty(1 << 20)
+    address = block.data_ptr()
+    del block
+    return address
+
+
+def in_window(work=allocate_and_free, **profiler_options):
+    """Runs ``work()`` inside one profkit window; returns (the window's result, what work returned)."""
+    with profkit.Profiler(on_trace_ready=lambda p: None, **profiler_options) as prof:
+        out = work()
+    return prof.profiler_result, out
+
+
+def events_at(result, address):
+    memory = result.memory_events
+    return memory[memory["address"] == address]
+
+
+def test_allocations_and_frees_in_a_window_are_memory_events(pk_torch):
+    pk_torch.enable()
+
+    def work():
+        # Memory reporting must not look like torch's own profiler to torch.
+        assert not torch._C._autograd._profiler_enabled()
+        return allocate_and_free()
+
+    result, address = in_window(work, profile_memory=True)
+    block = events_at(result, address)
+    assert list(block["bytes"]) == [BLOCK_BYTES, -BLOCK_BYTES]
+    assert list(block["device"]) == [-1, -1]
+    assert block["time_ns"][0] < block["time_ns"][1]
+    assert block["total_allocated"][0] >= BLOCK_BYTES  # the allocator's total just after it
+
+
+def test_memory_summary_and_chrome_counters_show_them(pk_torch, tmp_path):
+    pk_torch.enable()
+    result, _ = in_window(profile_memory=True)
+    (table,) = result.summary_data(views=SummaryView.MemoryView).values()
+    row = dict(zip(table.columns, table.rows[0]))
+    assert row["Device"] == "CPU"
+    assert row["Allocations"] >= 1 and row["Frees"] >= 1
+    assert row["Peak Allocated"] >= BLOCK_BYTES
+    path = tmp_path / "memory.trace.json"
+    result.export_chrome_tracing(str(path))
+    with open(path) as f:
+        counters = [e for e in json.load(f)["traceEvents"] if e["ph"] == "C"]
+    assert {e["name"] for e in counters} == {"Memory (CPU)"}
+    assert max(e["args"]["Allocated"] for e in counters) >= BLOCK_BYTES
+
+
+def test_nothing_is_reported_without_profile_memory(pk_torch):
+    pk_torch.enable()
+    result, _ = in_window()
+    assert len(result.memory_events) == 0
+    in_window(profile_memory=True)
+    result, _ = in_window()  # the reporter of the window before is silent now
+    assert len(result.memory_events) == 0
+
+
+def test_enable_overrides_each_profilers_choice(pk_torch):
+    pk_torch.enable(profile_memory=True)
+    result, address = in_window(profile_memory=False)
+    assert len(events_at(result, address)) == 2
+    pk_torch.enable(profile_memory=False)
+    result, _ = in_window(profile_memory=True)
+    assert len(result.memory_events) == 0
+    with pytest.raises(TypeError, match="profile_memory must be a bool or None"):
+        pk_torch.enable(profile_memory="yes")
+
+
+def test_allocations_of_backward_are_reported(pk_torch):
+    pk_torch.enable()
+    prof = train(make_loader(n=8), profile_memory=True)
+    events = events_of(prof)
+    memory = prof.profiler_result.memory_events
+    backward = [
+        (start, end)
+        for start, end, t in zip(events["start_ns"], events["end_ns"], events["type"])
+        if t == int(TracerEventType.Backward)
+    ]
+    assert backward
+    during_backward = [t for t in memory["time_ns"] if any(start <= t <= end for start, end in backward)]
+    assert during_backward  # autograd's gradients are allocated there
+
+
+def test_torch_profiler_can_start_inside_a_memory_window(pk_torch):
+    pk_torch.enable()
+
+    def work():
+        with pytest.warns(profkit.ProfilerWarning, match="torch's own profiler started"):
+            with torch.profiler.profile(profile_memory=True) as torch_prof:
+                torch.empty(1000)
+        return torch_prof, allocate_and_free()  # after torch's profiler stopped
+
+    result, (torch_prof, address) = in_window(work, profile_memory=True)
+    assert any(e.name == "[memory]" for e in torch_prof.events())  # torch's profiler got the allocation
+    assert len(events_at(result, address)) == 2  # profkit records again once it stopped
+
+
+def test_a_window_under_torch_profiler_records_no_memory_and_says_so(pk_torch):
+    pk_torch.enable()
+    with torch.profiler.profile(profile_memory=True) as torch_prof:
+        with pytest.warns(profkit.ProfilerWarning, match="this window records no memory events"):
+            result, _ = in_window(profile_memory=True)
+    assert len(result.memory_events) == 0
+    assert any(e.name == "[memory]" for e in torch_prof.events())
+
+
+def test_disable_gives_torch_its_profiler_switches_back(pk_torch):
+    autograd_profiler = torch.autograd.profiler
+    before = (autograd_profiler._enable_profiler, autograd_profiler._disable_profiler)
+    pk_torch.enable()
+    assert autograd_profiler._enable_profiler is not before[0]
+    pk_torch.disable()
+    assert (autograd_profiler._enable_profiler, autograd_profiler._disable_profiler) == before
+
+
+def test_the_python_fallback_says_it_records_no_memory(pk_torch):
+    pk_torch.enable(backend="python")
+    with pytest.warns(profkit.ProfilerWarning, match="profile_memory needs the native PyTorch hook"):
+        result, _ = in_window(profile_memory=True)
+    assert len(result.memory_events) == 0
+
+
+def test_dataloader_workers_forked_in_a_memory_window_run_unreported(pk_torch):
+    pk_torch.enable()
+    prof = train(make_loader(n=8, num_workers=2), profile_memory=True)
+    assert len(prof.profiler_result.memory_events) > 0  # the main process's own allocations
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second window still opens cleanly
+        in_window(profile_memory=True)
+
