@@ -56,6 +56,8 @@ for b in benchmarks/python/*.py; do
   python3 "$b" --smoke >/dev/null
   echo "ok  $b"
 done
+python3 benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --workload mlp >/dev/null
+echo "ok  benchmarks/python/vs_torch_profiler.py --profile-memory"
 
 step "clang-format"
 git ls-files '*.c' '*.cpp' '*.h' | xargs clang-format --dry-run --Werror

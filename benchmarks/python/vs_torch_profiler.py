@@ -37,6 +37,7 @@ Goals: profkit's overhead <= 1/2 of torch.profiler's; its trace files <= 1/5
 the size; export >= 10x faster.
 
     python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--floor] [--json F]
+    python benchmarks/python/vs_torch_profiler.py --profile-memory   # both also record every allocation
     python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
 
 Without PyTorch it prints why it skipped and exits 0.
@@ -71,6 +72,11 @@ def parse_args():
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--verbose", action="store_true", help="also print each round's step time")
     p.add_argument("--backend", choices=("native", "python"), default="native", help="profkit's operator recorder")
+    p.add_argument(
+        "--profile-memory",
+        action="store_true",
+        help="both profilers also record torch's allocations and frees (profile_memory=True)",
+    )
     p.add_argument(
         "--floor",
         action="store_true",
@@ -161,10 +167,10 @@ def run_baseline(run):
     return statistics.median(run(lambda: None)), None
 
 
-def run_torch_profiler(torch, run, out_dir):
+def run_torch_profiler(torch, run, out_dir, profile_memory=False):
     from torch.profiler import ProfilerActivity, profile
 
-    prof = profile(activities=[ProfilerActivity.CPU])
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=profile_memory)
     prof.start()
     times = run(prof.step)
     t0 = time.perf_counter()
@@ -182,8 +188,8 @@ def run_torch_profiler(torch, run, out_dir):
     }
 
 
-def run_profkit(pk_torch, profkit, run, out_dir):
-    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+def run_profkit(pk_torch, profkit, run, out_dir, profile_memory=False):
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, profile_memory=profile_memory)
     with contextlib.redirect_stdout(io.StringIO()):  # the Perf Summary
         prof.start()
         times = run(prof.step)
@@ -319,9 +325,10 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
     run = make_workload(torch, kind, args.steps)
     for _ in range(2):  # warm-up: allocator, oneDNN primitives, both profilers' first use
         run(lambda: None)
-    run_torch_profiler(torch, run, out_dir)
+    memory = args.profile_memory
+    run_torch_profiler(torch, run, out_dir, memory)
     pk_torch.enable(backend=args.backend)
-    run_profkit(pk_torch, profkit, run, out_dir)
+    run_profkit(pk_torch, profkit, run, out_dir, memory)
     pk_torch.disable()
 
     names = ("baseline", "torch.profiler", "profkit", "profkit idle")
@@ -340,11 +347,11 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
             if name == "baseline":
                 step, detail = run_baseline(run)
             elif name == "torch.profiler":
-                step, detail = run_torch_profiler(torch, run, out_dir)
+                step, detail = run_torch_profiler(torch, run, out_dir, memory)
             elif name == "profkit":
                 pk_torch.enable(backend=args.backend)
                 try:
-                    step, detail = run_profkit(pk_torch, profkit, run, out_dir)
+                    step, detail = run_profkit(pk_torch, profkit, run, out_dir, memory)
                 finally:
                     pk_torch.disable()
             elif name == "empty callback":
@@ -379,6 +386,7 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
 
     figures = {
         "workload": kind,
+        "profile_memory": memory,
         "steps_per_round": args.steps,
         "rounds": args.rounds,
         "step_ms": {name: med[name] * 1e3 for name in names},
@@ -415,7 +423,8 @@ def ratio_interval(profkit_overheads, torch_overheads, resamples=2000, seed=0):
 def report(f, verbose=False):
     tp, pk = f["torch.profiler"], f["profkit"]
     ov = f["overhead_ms"]
-    print(f"== {f['workload']}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
+    memory = ", profile_memory" if f["profile_memory"] else ""
+    print(f"== {f['workload']}{memory}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
     print(f"step time: baseline {f['step_ms']['baseline']:.3f} ms")
     if verbose:
         for name, values in f["step_ms_per_round"].items():

@@ -114,7 +114,9 @@ class Profiler:
         timer_only: only time the steps (benchmark mode); record nothing.
         record_shapes, profile_memory, with_flops: kept for framework
             integrations to read (``prof.record_shapes``...); the engine
-            records what integrations send it.
+            records what integrations send it. profkit.integrations.torch
+            reads record_shapes (operators' input shapes) and
+            profile_memory (torch's allocations and frees).
         emit_nvtx, custom_device_types: not supported; a ProfilerWarning says
             so when set.
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
