@@ -11,6 +11,7 @@ ui.perfetto.dev or chrome://tracing) and as a .pktrace file.
     python examples/train_cifar_like.py                  # CPU, or the GPU where CUDA is present
     python examples/train_cifar_like.py --slow-data 2 --workers 0   # the case study: data loading dominates
     python examples/train_cifar_like.py --slow-data 2 --workers 2   # ... and with workers it drops
+    python examples/train_cifar_like.py --profile-memory  # also every allocation: the Memory summary
 
 ``--slow-data MS`` makes each sample take MS milliseconds to load, like
 decoding images on the fly.
@@ -81,6 +82,9 @@ def parse_args(argv=None):
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where available)")
     p.add_argument("--out", default="./profiler_log", help="directory for the trace files")
     p.add_argument("--record-shapes", action="store_true", help="attach input shapes to operators")
+    p.add_argument(
+        "--profile-memory", action="store_true", help="record torch's allocations and frees (adds the Memory summary)"
+    )
     return p.parse_args(argv)
 
 
@@ -103,7 +107,7 @@ def train(args):
         binary(prof)
 
     print(f"training a small CNN on {device} (DataLoader workers: {args.workers}), profiling steps 3-13 ...")
-    with pk_torch.enable(record_shapes=args.record_shapes):
+    with pk_torch.enable(record_shapes=args.record_shapes, profile_memory=args.profile_memory):
         prof = profkit.Profiler(scheduler=(3, 14), on_trace_ready=on_trace_ready)
         prof.start()
         try:
@@ -129,6 +133,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     prof, files = train(args)
     views = [profkit.SummaryView.ModelView, profkit.SummaryView.OperatorView, profkit.SummaryView.KernelView]
+    if args.profile_memory:
+        views.append(profkit.SummaryView.MemoryView)
     prof.summary(views=views, op_detail=False, row_limit=12)
     print("Trace files:")
     for path in files:

@@ -1,6 +1,8 @@
 """profile_memory with the PyTorch integration: torch's allocations and frees as memory events."""
 
+import importlib.util
 import json
+import os
 import warnings
 
 import pytest
@@ -12,6 +14,7 @@ from profkit import SummaryView, TracerEventType  # noqa: E402
 
 from torch_helpers import events_of, make_loader, train  # noqa: E402
 
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 BLOCK_BYTES = 4 << 20  # torch.empty(1 << 20) of float32
 
 
@@ -149,3 +152,13 @@ def test_dataloader_workers_forked_in_a_memory_window_run_unreported(pk_torch):
         warnings.simplefilter("error")  # a second window still opens cleanly
         in_window(profile_memory=True)
 
+
+
+def test_the_example_prints_the_memory_summary_when_asked(pk_torch, tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.main(["--steps", "5", "--device", "cpu", "--profile-memory", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    memory = out[out.index("Memory Summary"):]
+    assert "CPU" in memory.splitlines()[4]  # the first row, under the title, rules and header
