@@ -16,7 +16,9 @@ What differs from the native hook (``_torch_hook.cpp``):
   operators they run; record_function ranges do not appear either;
 - dispatch modes are per thread: it records the operators of the thread that
   drives the Profiler (and of autograd's threads working for it), not those
-  of other threads.
+  of other threads;
+- it records no memory events: ``profile_memory`` needs the native hook's
+  allocation reporter (the integration warns once when a window asks for it).
 
 Thread-safety: window() is called by the Profiler's thread with the GIL held.
 """
