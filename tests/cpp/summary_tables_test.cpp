@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "summary/memory_owners.h"
 #include "summary_builder.h"
 
 namespace {
@@ -235,6 +236,68 @@ TEST(SummaryMemory, PerDeviceCountsBytesAndPeaks) {
   EXPECT_EQ(value(t, "GPU 0", "Peak Reserved"), 8192);
   EXPECT_EQ(value(t, "CPU", "Allocated"), 64);
   EXPECT_EQ(value(t, "GPU 1", "Frees"), 0);
+}
+
+std::vector<std::string> all_labels(const profkit::SummaryTable& t) {
+  std::vector<std::string> out;
+  for (const profkit::SummaryRow& row : t.rows) out.push_back(std::string(row.level, ' ') + row.label);
+  return out;
+}
+
+TEST(SummaryMemory, EventsUnderEachDeviceAreWhereTheMemoryWasAllocatedAndFreed) {
+  TraceBuilder b(0, 1000);
+  b.event(1, "aten::linear", PK_EVENT_OPERATOR, 100, 400);
+  b.event(1, "aten::addmm", PK_EVENT_OPERATOR, 150, 300);
+  b.event(1, "aten::relu", PK_EVENT_OPERATOR, 500, 600);
+  b.memory(1, -1, 200, 4096, 4096, 0);   // in addmm (inside linear)
+  b.memory(1, -1, 350, 512, 4608, 0);    // in linear, after addmm ended
+  b.memory(1, -1, 550, 1024, 5632, 0);   // in relu
+  b.memory(1, -1, 560, 1024, 6656, 0);   // in relu
+  b.memory(1, -1, 700, -4096, 2560, 0);  // after every event
+  b.memory(1, 0, 250, 64, 64, 128);      // GPU memory, in addmm
+  b.step(1, 1, 1000, 2000);
+  b.step(1, 2, 2000, 3000);
+  b.memory(1, 0, 1500, -32, 32, 128);  // directly in steps: one row for every step
+  b.memory(1, 0, 2500, -32, 0, 128);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kMemory);
+  EXPECT_EQ(all_labels(t), (std::vector<std::string>{"CPU", " aten::addmm", " aten::relu", " aten::linear",
+                                                     " (outside any event)", "GPU 0", " aten::addmm", " ProfileStep"}));
+  EXPECT_EQ(value(t, "aten::relu", "Allocations"), 2);
+  EXPECT_EQ(value(t, "aten::relu", "Allocated"), 2048);
+  EXPECT_EQ(value(t, "aten::linear", "Allocated"), 512);
+  EXPECT_EQ(value(t, "(outside any event)", "Frees"), 1);
+  EXPECT_EQ(value(t, "(outside any event)", "Freed"), 4096);
+  EXPECT_EQ(value(t, "(outside any event)", "Allocations"), 0);
+  EXPECT_TRUE(profkit::is_missing(t.rows[1].values[static_cast<size_t>(t.find_column("Peak Allocated") - 1)]));
+  EXPECT_EQ(t.rows[6].values[static_cast<size_t>(t.find_column("Allocated") - 1)], 64);  // GPU 0's addmm
+  EXPECT_EQ(value(t, "ProfileStep", "Frees"), 2);
+
+  SummaryOptions limited;
+  limited.row_limit = 1;
+  const profkit::SummaryTable top = profkit_test::table_of(*r, SummaryView::kMemory, limited);
+  EXPECT_EQ(all_labels(top), (std::vector<std::string>{"CPU", " aten::addmm", "GPU 0", " aten::addmm"}));
+  EXPECT_NE(top.notes.back().find("4 more events not shown"), std::string::npos) << top.notes.back();
+}
+
+TEST(SummaryMemory, OwnersAreTheInnermostOpenEventOfTheSameThread) {
+  TraceBuilder b(0, 1000);
+  b.event(1, "outer", PK_EVENT_USER_DEFINED, 0, 500);
+  b.event(1, "inner", PK_EVENT_OPERATOR, 0, 100);  // starts with outer
+  b.event(2, "other thread", PK_EVENT_OPERATOR, 0, 1000);
+  b.memory(1, -1, 50, 8, 8, 0);
+  b.memory(1, -1, 100, 8, 16, 0);  // at inner's end: still inside it
+  b.memory(1, -1, 101, 8, 24, 0);
+  b.memory(1, -1, 900, 8, 32, 0);  // thread 1 has nothing open; thread 2's event does not count
+  b.memory(2, -1, 900, 8, 40, 0);
+  auto r = b.build();
+  const std::vector<uint64_t> owners = profkit::memory_event_owners(*r);
+  auto name_of = [&](uint64_t owner) {
+    return owner == PK_NO_EVENT ? std::string("none") : std::string(r->strings.view(r->host_events[owner].name));
+  };
+  std::vector<std::string> names;
+  for (const uint64_t owner : owners) names.push_back(name_of(owner));
+  EXPECT_EQ(names, (std::vector<std::string>{"inner", "inner", "outer", "none", "other thread"}));
 }
 
 TEST(SummaryMemory, NoMemoryEventsSaysSo) {

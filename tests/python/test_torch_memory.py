@@ -62,6 +62,9 @@ def test_memory_summary_and_chrome_counters_show_them(pk_torch, tmp_path):
     assert row["Device"] == "CPU"
     assert row["Allocations"] >= 1 and row["Frees"] >= 1
     assert row["Peak Allocated"] >= BLOCK_BYTES
+    # under the device, the operators that allocated: torch.empty's block in aten::empty
+    by_event = {r[0]: dict(zip(table.columns, r)) for r, level in zip(table.rows, table.levels) if level == 1}
+    assert by_event["aten::empty"]["Allocated"] >= BLOCK_BYTES
     path = tmp_path / "memory.trace.json"
     result.export_chrome_tracing(str(path))
     with open(path) as f:
