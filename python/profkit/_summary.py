@@ -175,13 +175,15 @@ def summary_text(
     sorted_by: a SortedKeys member, its value (0-7) or its name; orders the
         rows of the Operator, Kernel, Memory Manipulation and UserDefined
         tables (Min keys ascending, the others descending).
-    op_detail: nest inner events and GPU work under each operator.
+    op_detail: nest inner events and GPU work under each operator, and
+        under each device of the Memory table the events its memory was
+        allocated and freed in.
     thread_sep: one group of Operator and UserDefined rows per thread.
     time_unit: "s", "ms", "us" or "ns".
     views: None for every table, or one SummaryView (member, value or name)
         or a list of them.
     row_limit: at most this many top-level rows per table (per thread with
-        thread_sep); None for all.
+        thread_sep; in the Memory table, event rows per device); None for all.
 
     Raises ValueError naming the valid values when an argument is out of range.
     """

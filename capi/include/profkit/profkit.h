@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 6
+#define PK_API_VERSION_MINOR 7
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -369,7 +369,8 @@ PK_API pk_status pk_collect(pk_result** out) PK_NOEXCEPT;
 PK_API pk_status pk_result_save(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 /* Writes the result as Chrome-trace JSON (chrome://tracing, ui.perfetto.dev),
- * streamed, through a temporary file renamed into place. */
+ * streamed, through a temporary file renamed into place. Memory events are
+ * counter tracks of the allocator's totals per device (since 1.7). */
 PK_API pk_status pk_result_export_chrome(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 typedef struct pk_chrome_options {
@@ -624,11 +625,13 @@ typedef enum pk_time_unit {
 typedef struct pk_summary_options {
   size_t struct_size; /* sizeof(pk_summary_options), set by the caller */
   int32_t sorted_by;  /* pk_sort_key; default PK_SORT_CPU_TOTAL */
-  int32_t op_detail;  /* nonzero (default): inner events and GPU work nested under each operator */
+  int32_t op_detail;  /* nonzero (default): inner events and GPU work nested under each operator,
+                       * and (since 1.7) the events memory was allocated in under each device */
   int32_t thread_sep; /* nonzero: Operator and UserDefined rows per thread; default 0 */
   int32_t time_unit;  /* pk_time_unit; default PK_TIME_UNIT_MS */
   uint32_t views;     /* OR of PK_VIEW_BIT(view); 0 (default) = every table */
-  uint32_t row_limit; /* most top-level rows per table (per thread with thread_sep); 0 (default) = all */
+  uint32_t row_limit; /* most top-level rows per table (per thread with thread_sep; Memory: event
+                       * rows per device); 0 (default) = all */
 } pk_summary_options;
 
 /* Fills `options` with the defaults (its struct_size set by the caller).
