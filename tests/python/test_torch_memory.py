@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import threading
 import warnings
 
 import pytest
@@ -165,3 +166,17 @@ def test_the_example_prints_the_memory_summary_when_asked(pk_torch, tmp_path, ca
     out = capsys.readouterr().out
     memory = out[out.index("Memory Summary"):]
     assert "CPU" in memory.splitlines()[4]  # the first row, under the title, rules and header
+
+
+def test_a_silent_reporter_left_on_a_thread_steps_aside_without_a_word(pk_torch):
+    pk_torch.enable()
+    prof = profkit.Profiler(profile_memory=True, on_trace_ready=lambda p: None)
+    prof.start()  # the reporter goes onto this thread
+    stopper = threading.Thread(target=prof.stop)  # ... and the window closes on another: it stays here, silent
+    stopper.start()
+    stopper.join()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about: profkit was recording nothing
+        with torch.profiler.profile(profile_memory=True) as torch_prof:
+            torch.empty(1000)
+    assert any(e.name == "[memory]" for e in torch_prof.events())

@@ -77,7 +77,7 @@ bool leave_memory_thread() noexcept {
     // above ours and is still there; ours then stays until a later window
     // finds it.
     c10::ThreadLocalDebugInfo::_pop(profiler_slot());
-    return true;
+    return g_reporting.load(std::memory_order_relaxed);
   } catch (const std::exception&) {
     return false;
   }

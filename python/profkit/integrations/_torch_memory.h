@@ -33,7 +33,8 @@ void close_memory_window() noexcept;
 
 // Takes the reporter off the calling thread's debug info only, so that
 // torch's own profiler can start here; reporting goes on elsewhere. True
-// when it was on this thread and is off now. Never throws.
+// when it was reporting on this thread (a window wants memory) and is off
+// here now. Never throws.
 bool leave_memory_thread() noexcept;
 
 // In a forked child: stop reporting, touching no lock.

@@ -37,8 +37,6 @@ STEPPED_ASIDE_WARNING = (
     "allocations to one profiler per thread, so profkit records none there until torch's profiler stops"
 )
 
-_PROFILER_MODULE = "torch.autograd.profiler"
-
 
 class MemoryWindow:
     """Turns the native hook's allocation reporter on and off with the windows that want it."""
@@ -56,7 +54,7 @@ class MemoryWindow:
         enable = getattr(profiler, "_enable_profiler", None)
         disable = getattr(profiler, "_disable_profiler", None)
         if profiler is None or enable is None or disable is None:
-            return  # another torch layout: its profiler and profkit's memory window just do not overlap
+            return  # another torch layout: nothing to wrap (its profiler cannot start inside a memory window)
         native = self._native
 
         def _enable_profiler(*args: Any, **kwargs: Any) -> Any:
