@@ -126,8 +126,9 @@ def test_torch_profiler_can_start_inside_a_memory_window(pk_torch):
 def test_a_window_under_torch_profiler_records_no_memory_and_says_so(pk_torch):
     pk_torch.enable()
     with torch.profiler.profile(profile_memory=True) as torch_prof:
-        with pytest.warns(profkit.ProfilerWarning, match="this window records no memory events"):
+        with pytest.warns(profkit.ProfilerWarning, match="this window records no memory events") as said:
             result, _ = in_window(profile_memory=True)
+    assert said[0].filename == __file__  # the user's line that opened the window, not profkit's
     assert len(result.memory_events) == 0
     assert any(e.name == "[memory]" for e in torch_prof.events())
 

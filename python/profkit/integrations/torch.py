@@ -59,7 +59,7 @@ from typing import Any, List, NamedTuple, Optional, Set
 from .. import _C, _window_listeners
 from . import torch_distributed
 from .._enums import ProfilerState
-from .._warnings import ProfilerWarning
+from .._warnings import ProfilerWarning, warn_at_caller
 
 __all__ = ["enable", "disable", "is_enabled", "backend", "build", "BACKENDS"]
 
@@ -96,7 +96,7 @@ class _Integration:
         """A ProfilerWarning, the first time this integration has this to say."""
         if message not in self._warned:
             self._warned.add(message)
-            warnings.warn(message, ProfilerWarning, stacklevel=2)
+            warn_at_caller(message)
 
     @property
     def hooks(self) -> Any:
