@@ -181,3 +181,13 @@ def test_a_silent_reporter_left_on_a_thread_steps_aside_without_a_word(pk_torch)
         with torch.profiler.profile(profile_memory=True) as torch_prof:
             torch.empty(1000)
     assert any(e.name == "[memory]" for e in torch_prof.events())
+
+
+def test_a_with_block_of_enable_restores_the_earlier_memory_choice(pk_torch):
+    pk_torch.enable(profile_memory=False)
+    with pk_torch.enable(profile_memory=True):
+        result, address = in_window()
+        assert len(events_at(result, address)) == 2
+    result, _ = in_window(profile_memory=True)  # False again: overrides the Profiler's choice
+    assert len(result.memory_events) == 0
+    assert pk_torch.is_enabled()
