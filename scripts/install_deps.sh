@@ -3,7 +3,7 @@
 # Needs root (or sudo) on a machine without them; a no-op otherwise.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libflatbuffers-dev flatbuffers-compiler libgtest-dev libbenchmark-dev clang-format)
+packages=(g++ cmake ninja-build libflatbuffers-dev flatbuffers-compiler rapidjson-dev libgtest-dev libbenchmark-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 
 #include "capi_guard.h"
 #include "export/chrome_trace.h"
+#include "export/chrome_trace_reader.h"
 #include "recorder/recorder.h"
 #include "result_handle.h"
 #include "storage/trace_file.h"
@@ -118,7 +119,8 @@ PK_API pk_status pk_result_load(const char* path, pk_result** out) noexcept {
     *out = nullptr;
     require(path, "pk_result_load", "path");
     auto handle = std::make_unique<pk_result>();
-    handle->impl = profkit::load_result(path);
+    // profkit's own Chrome JSON (what export_chrome_tracing leaves) or a .pktrace.
+    handle->impl = profkit::looks_like_json_file(path) ? profkit::read_chrome_trace(path) : profkit::load_result(path);
     *out = handle.release();
   });
 }

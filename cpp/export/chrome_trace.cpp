@@ -20,6 +20,12 @@ namespace profkit {
 
 namespace {
 
+// Two's-complement sums: a damaged or hostile loaded file may hold any clock
+// offset, and the metadata it yields must not be undefined behaviour.
+int64_t wrapping_sum(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 // The trace's own time base: its first event (host or timed GPU), or the
 // window start if that is earlier.
 uint64_t first_time_ns(const Result& r) {
@@ -39,14 +45,14 @@ uint64_t first_time_ns(const Result& r) {
 uint64_t placement_shift_ns(const Result& r, const ChromeOptions& options) {
   if (!options.use_time_base) return 0;
   // Both sides in wall-clock ns, which fit int64 for centuries.
-  const int64_t own_base_wall = static_cast<int64_t>(first_time_ns(r)) + r.info.clock_offset_ns;
+  const int64_t own_base_wall = wrapping_sum(static_cast<int64_t>(first_time_ns(r)), r.info.clock_offset_ns);
   if (options.time_base_wall_ns > own_base_wall) {
     throw Error(PK_ERR_INVALID_ARGUMENT, "chrome export: the time base (wall clock " +
                                              std::to_string(options.time_base_wall_ns) +
                                              " ns) is after the trace's first event (" + std::to_string(own_base_wall) +
                                              " ns); pick a base at or before the start of every trace");
   }
-  return static_cast<uint64_t>(own_base_wall - options.time_base_wall_ns);
+  return static_cast<uint64_t>(own_base_wall) - static_cast<uint64_t>(options.time_base_wall_ns);
 }
 
 class ChromeTraceWriter {
@@ -61,6 +67,19 @@ class ChromeTraceWriter {
     for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
       complete_prefix_[t] = "\"ph\":\"X\",\"cat\":\"" + std::string(event_type_name(t)) + "\",\"name\":\"";
     }
+    // The runtime call that launched each piece of GPU work carries its
+    // correlation id, as torch.profiler's do: readers (and load) pair them.
+    for (const pk_device_event& d : r.device_events) {
+      if (d.launch_event < r.host_events.size()) launches_.emplace_back(d.launch_event, d.correlation_id);
+    }
+    std::sort(launches_.begin(), launches_.end());
+    launches_.erase(std::unique(launches_.begin(), launches_.end(),
+                                [](const auto& a, const auto& b) { return a.first == b.first; }),
+                    launches_.end());
+    threads_with_memory_.assign(r.threads.size(), false);
+    for (const pk_memory_event& m : r.memory_events) {
+      if (m.thread < r.threads.size()) threads_with_memory_[m.thread] = true;
+    }
   }
 
   void write() {
@@ -68,6 +87,7 @@ class ChromeTraceWriter {
     write_process_metadata();
     write_host_events();
     write_device_events();
+    write_memory_events();
     write_memory_counters();
     if (options_.include_flows) write_flows();
     write_drop_marker();
@@ -166,7 +186,7 @@ class ChromeTraceWriter {
       const ThreadRecord& th = r_.threads[t];
       const std::string base = th.name.empty() ? "Thread " + std::to_string(th.tid) : th.name;
       bool has_python = false;
-      bool has_cpp = false;
+      bool has_cpp = threads_with_memory_[t];  // memory events sit on the C++ lane
       for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
         (is_python_layer(r_.host_events[i].type) ? has_python : has_cpp) = true;
         if (has_python && has_cpp) break;
@@ -224,6 +244,7 @@ class ChromeTraceWriter {
   void write_host_events() {
     const pk_event_arg* arg = r_.event_args.begin();
     const pk_event_arg* args_end = r_.event_args.end();
+    auto launch = launches_.cbegin();
     for (const ThreadRecord& th : r_.threads) {
       // The end of every event on a lane is the same: pid, tid, brace.
       const std::string python_tail = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(th.tid);
@@ -232,10 +253,12 @@ class ChromeTraceWriter {
       for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
         const pk_host_event& e = r_.host_events[i];
         while (arg != args_end && arg->event < i) ++arg;
+        while (launch != launches_.cend() && launch->first < i) ++launch;
         const bool has_args = arg != args_end && arg->event == i;
+        const bool launched = launch != launches_.cend() && launch->first == i;
         const bool instant = (e.flags & PK_HOST_EVENT_INSTANT) != 0;
-        if (instant || has_args || options_.label_durations) {
-          write_host_event_slow(e, th, arg, args_end, instant);
+        if (instant || has_args || launched || options_.label_durations) {
+          write_host_event_slow(e, th, arg, args_end, instant, launched ? launch->second : kNoCorrelation);
           continue;
         }
         // The common case, formatted in one go.
@@ -259,7 +282,7 @@ class ChromeTraceWriter {
   }
 
   void write_host_event_slow(const pk_host_event& e, const ThreadRecord& th, const pk_event_arg*& arg,
-                             const pk_event_arg* args_end, bool instant) {
+                             const pk_event_arg* args_end, bool instant, uint64_t correlation_id) {
     const uint64_t i = static_cast<uint64_t>(&e - r_.host_events.data());
     begin_event(instant ? "i" : "X", e.type, e.name, e.start_ns, e.end_ns);
     if (instant) {
@@ -272,9 +295,15 @@ class ChromeTraceWriter {
     put_uint(pid_);
     put(",\"tid\":");
     put_uint(host_lane(th.tid, e.type));
-    if (arg != args_end && arg->event == i) {
+    const bool has_args = arg != args_end && arg->event == i;
+    if (has_args || correlation_id != kNoCorrelation) {
       put(",\"args\":{");
       bool first = true;
+      if (correlation_id != kNoCorrelation) {
+        put("\"correlation id\":");
+        put_uint(correlation_id);
+        first = false;
+      }
       for (; arg != args_end && arg->event == i; ++arg) {
         if (!first) put_char(',');
         first = false;
@@ -375,6 +404,34 @@ class ChromeTraceWriter {
     put_double(ns == 0 ? 0.0 : static_cast<double>(m.bytes) / static_cast<double>(ns));
   }
 
+  // Each allocation and free in full, as torch.profiler writes them: an
+  // instant "[memory]" on the allocating thread's C++ lane (Perfetto shows
+  // its address and size on click), which is also what load reads back.
+  void write_memory_events() {
+    for (const pk_memory_event& m : r_.memory_events) {
+      const uint64_t tid = m.thread < r_.threads.size() ? r_.threads[m.thread].tid : 0;
+      open_event();
+      put("\"ph\":\"i\",\"s\":\"t\",\"cat\":\"Memory\",\"name\":\"[memory]\",\"ts\":");
+      put_us(relative(m.time_ns));
+      put(",\"pid\":");
+      put_uint(pid_);
+      put(",\"tid\":");
+      put_uint(tid + kCppLaneOffset);
+      put(",\"args\":{\"Device\":");
+      put_int(m.device);
+      put(",\"Addr\":");
+      put_uint(m.address);
+      put(",\"Bytes\":");
+      put_int(m.bytes);
+      put(",\"Total Allocated\":");
+      put_uint(m.total_allocated);
+      put(",\"Total Reserved\":");
+      put_uint(m.total_reserved);
+      put("}}");
+      maybe_flush();
+    }
+  }
+
   // One counter sample per allocation or free: Perfetto draws each device's
   // allocator totals as a track ("Memory (CPU)", "Memory (GPU 0)") in the
   // CPU process, whose slices made the allocations.
@@ -472,26 +529,33 @@ class ChromeTraceWriter {
     put_char('{');
     kv_str("profkit_version", i.profkit_version);
     kv_uint("schema_version", i.schema_version);
+    kv_uint("trace_json_version", kChromeTraceJsonVersion);
+    if (options_.label_durations) put("\"duration_labels\":true,");
     kv_str("hostname", i.hostname);
     kv_uint("pid", i.pid);
     kv_int("rank", i.rank);
     kv_int("world_size", i.world_size);
     kv_uint("span_index", i.span_index);
     // The engine-clock time that ts 0 stands for (before the first event when placed).
-    const int64_t base = static_cast<int64_t>(base_ns_) - static_cast<int64_t>(shift_ns_);
+    const int64_t base = static_cast<int64_t>(base_ns_ - shift_ns_);  // unsigned: wraps, never UB
     kv_int("base_ns", base);
-    kv_int("base_wall_ns", base + i.clock_offset_ns);
+    kv_int("base_wall_ns", wrapping_sum(base, i.clock_offset_ns));
     kv_uint("start_ns", i.start_ns);
     kv_uint("end_ns", i.end_ns);
     kv_int("clock_offset_ns", i.clock_offset_ns);
     kv_uint("host_event_count", r_.host_events.size());
     kv_uint("device_event_count", r_.device_events.size());
+    kv_uint("memory_event_count", r_.memory_events.size());
     kv_uint("dropped_events", i.dropped_events);
     kv_uint("unmatched_ends", i.unmatched_ends);
     kv_uint("overflowed_events", i.overflowed_events);
     kv_uint("unfinished_events", i.unfinished_events);
     kv_uint("dropped_device_records", i.dropped_device_records);
     kv_uint("unattached_device_records", i.unattached_device_records);
+    kv_uint("process_cpu_ns", i.process_cpu_ns);
+    kv_uint("system_busy_ns", i.system_busy_ns);
+    kv_uint("system_idle_ns", i.system_idle_ns);
+    kv_uint("cpu_count", i.cpu_count);
     put("\"devices\":[");
     for (size_t k = 0; k < r_.devices.size(); ++k) {
       const DeviceInfo& d = r_.devices[k];
@@ -523,7 +587,10 @@ class ChromeTraceWriter {
   const ChromeOptions& options_;
   AtomicFileWriter& out_;
   JsonOutputBuffer buf_{out_};
+  static constexpr uint64_t kNoCorrelation = UINT64_MAX;
   std::vector<std::string> names_;
+  std::vector<std::pair<uint64_t, uint32_t>> launches_;  // (runtime call's host event, correlation id), sorted
+  std::vector<bool> threads_with_memory_;
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;
   uint64_t base_ns_ = 0;

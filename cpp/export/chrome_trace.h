@@ -5,8 +5,10 @@
 // PythonUserDefined) above a C++ lane (Operator, OperatorInner, UserDefined,
 // CudaRuntime, Communication); GPU activity on one process per device with a
 // lane per stream; flow arrows from each launch to its GPU work; metadata
-// events naming processes and lanes; and a top-level "profkit" object with
-// the run's metadata. Times are µs with ns precision relative to base_ns.
+// events naming processes and lanes; memory events as "[memory]" instants on
+// the allocating thread plus a counter track per device; and a top-level
+// "profkit" object with the run's metadata (enough to load the file back,
+// chrome_trace_reader.h). Times are µs with ns precision relative to base_ns.
 //
 // The file is streamed through a temporary renamed into place.
 // Thread-safety: reentrant; the Result is only read.
@@ -33,6 +35,12 @@ struct ChromeOptions {
 };
 
 void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options);
+
+// The layout version in the "profkit" object ("trace_json_version"). 2 added
+// what load needs to rebuild a Result: "[memory]" instants with every
+// allocation's address and size, runtime calls' correlation ids, the CPU
+// usage fields and the event counts. Files without it are layout 1.
+constexpr uint64_t kChromeTraceJsonVersion = 2;
 
 // Lane ids, shared with tools that merge traces.
 constexpr uint64_t kCppLaneOffset = 1000000000ull;      // tid of a thread's C++ lane = tid + offset

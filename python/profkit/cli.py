@@ -6,6 +6,8 @@
     profkit summary --ranks [NAME=]FILE.pktrace ...   the ranks of a distributed job side by side
     profkit merge [NAME=]FILE ... -o OUT.trace.json    one timeline from several processes' traces
 
+FILE is a .pktrace or a Chrome trace profkit wrote (.trace.json).
+
 Exit status 0 on success; on bad input 1 (a file that cannot be read or
 written) or 2 (a bad command line), with one line on stderr:
 ``profkit: error: ...``.
@@ -34,23 +36,23 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = _Parser(prog="profkit", description="Inspect, convert and merge profkit trace files (.pktrace).")
+    parser = _Parser(prog="profkit", description="Inspect, convert and merge profkit trace files (.pktrace, or profkit's .trace.json).")
     parser.add_argument("--version", action="version", version=f"profkit {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
     info = commands.add_parser("info", help="run facts, events per type, time span, dropped counts")
-    info.add_argument("file", help="a .pktrace file")
+    info.add_argument("file", help="a .pktrace file (or a .trace.json profkit wrote)")
     info.add_argument("--json", action="store_true", help="print the facts as JSON")
 
     export = commands.add_parser("export", help="write a .pktrace file as Chrome trace JSON")
-    export.add_argument("file", help="a .pktrace file")
+    export.add_argument("file", help="a .pktrace file (or a .trace.json profkit wrote)")
     export.add_argument("-o", "--output", help="the .trace.json to write (default: FILE with .trace.json)")
     export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
     export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
 
     summary = commands.add_parser("summary", help="print the summary tables (or, with --ranks, the cross-rank view)")
-    summary.add_argument("files", nargs="+", metavar="FILE", help="a .pktrace file (with --ranks: one per rank)")
+    summary.add_argument("files", nargs="+", metavar="FILE", help="a .pktrace or profkit .trace.json file (with --ranks: one per rank)")
     summary.add_argument(
         "--ranks", action="store_true", help="compare ranks: step time, computation, communication, overlap per rank"
     )

@@ -1,7 +1,8 @@
 """ProfilerResult: a collected or loaded trace, for analysis in Python.
 
 ``Profiler.profiler_result`` holds the latest window; ``load_profiler_result``
-reads a ``.pktrace`` file back. Both give the same type, with:
+reads a ``.pktrace`` file, or a ``.trace.json`` that profkit wrote, back. Both
+give the same type, with:
 
 - ``events``: host events as a NumPy structured array (names decoded, thread,
   parent), ``device_events``, ``event_args``, ``memory_events``;
@@ -106,7 +107,7 @@ def _format_ns(ns: float) -> str:
 
 
 class ProfilerResult:
-    """One recording window's trace (collected, or loaded from a ``.pktrace`` file)."""
+    """One recording window's trace (collected, or loaded from a ``.pktrace`` or profkit ``.trace.json`` file)."""
 
     def __init__(self, result: "_C.Result", path: Optional[str] = None) -> None:
         self._result = result
@@ -415,21 +416,30 @@ def _type_name(value: int) -> str:
 
 
 def load_profiler_result(path: PathLike) -> ProfilerResult:
-    """Reads a ``.pktrace`` file (written by ``export_protobuf``, ``Profiler.export(format="pb")``
-    or ``ProfilerResult.save``) back into a ProfilerResult.
+    """Reads a trace file back into a ProfilerResult: a ``.pktrace`` (written by
+    ``export_protobuf``, ``Profiler.export(format="pb")`` or ``ProfilerResult.save``)
+    or a Chrome trace ``.trace.json`` that profkit wrote (``export_chrome_tracing``,
+    the default ``on_trace_ready``, or ``Profiler.export``). The format is told
+    by the file's content, not its name.
+
+    Both give the same result, except that JSON cannot carry invalid UTF-8 in
+    names (it comes back as U+FFFD) and keeps kernels' occupancy figures to 6
+    significant digits. A ``.pktrace`` is smaller and loads faster (it is
+    mapped, not parsed).
 
     The file is verified before use.
 
     Raises:
         FileNotFoundError: there is no such file.
         ValueError: the file is empty, truncated, corrupt, from a newer
-            profkit, or not a profkit trace (the message says which).
+            profkit, or not a profkit trace -- such as torch.profiler's JSON or
+            a timeline merged by ``profkit merge`` (the message says which).
     """
     try:
         path = os.fspath(path)
     except TypeError:
         raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
-        raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a .pktrace file")
+        raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a trace file")
     return ProfilerResult(_C.load(path), path=path)
 

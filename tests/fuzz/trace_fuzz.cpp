@@ -1,14 +1,16 @@
 // Mutation fuzzing of pk_result_load: takes real trace files (a collected run
-// and a hand-built result with every record kind), applies random byte flips,
-// truncations, insertions, splices and integer overwrites anywhere (every
-// other mutant) or odd values inside the record arrays only, and loads each
-// mutant. Any crash, sanitizer report or hang is the failure; a load that
+// and a hand-built result with every record kind, each as a .pktrace and as
+// profkit's Chrome JSON), applies random byte flips, truncations, insertions,
+// splices and integer overwrites anywhere (every other mutant) or odd values
+// inside the record arrays (.pktrace) or its numbers (JSON) only, and loads
+// each mutant. Any crash, sanitizer report or hang is the failure; a load that
 // succeeds must give a result every accessor, exporter and summary table can
 // walk.
 //
 // Usage: trace_fuzz WORK_DIR ITERATIONS [SEED]. After a crash,
-// WORK_DIR/fuzz_mutant.pktrace is the file that caused it (the seed traces
+// WORK_DIR/fuzz_mutant.pktrace (or .trace.json) is the file that caused it (the seed traces
 // hold real timestamps, so a seed alone does not reproduce a run).
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +133,25 @@ std::string mutate_records(const std::string& seed, const std::vector<ByteRange>
   return m;
 }
 
+// Rewrites 1-3 numbers of a JSON trace (times, ids, sizes, counts) with odd
+// values, so that mutants still parse and reach the loader's checks.
+std::string mutate_json_numbers(const std::string& seed, std::mt19937_64& rng) {
+  static const char* const kValues[] = {
+      "0",   "-1", "1e30", "0.0001", "18446744073709551616", "4294967296", "65536", "-0", "9223372036854775807",
+      "1.5", "255"};
+  std::string m = seed;
+  const int rounds = 1 + static_cast<int>(rng() % 3);
+  for (int k = 0; k < rounds && !m.empty(); ++k) {
+    size_t at = m.find_first_of("0123456789", rng() % m.size());
+    if (at == std::string::npos) continue;
+    while (at > 0 && (std::isdigit(static_cast<unsigned char>(m[at - 1])) || m[at - 1] == '.')) --at;
+    size_t end = at;
+    while (end < m.size() && (std::isdigit(static_cast<unsigned char>(m[end])) || m[end] == '.')) ++end;
+    m.replace(at, end - at, kValues[rng() % (sizeof kValues / sizeof kValues[0])]);
+  }
+  return m;
+}
+
 // Touches everything a consumer would, so out-of-bounds data shows up here.
 void walk(pk_result* r, const std::string& dir) {
   pk_result_info info{};
@@ -181,11 +202,24 @@ int main(int argc, char** argv) {
 
   const std::string sample_path = dir + "/fuzz_seed_sample.pktrace";
   profkit::save_result(*profkit_test::make_sample_result(), sample_path);
-  const std::vector<std::string> seeds = {recorded_trace(dir), read_all(sample_path)};
+  std::vector<std::string> seeds = {recorded_trace(dir), read_all(sample_path)};
   std::vector<std::vector<ByteRange>> seed_ranges;
   for (const std::string& seed : seeds) seed_ranges.push_back(record_ranges(seed));
-
-  const std::string mutant_path = dir + "/fuzz_mutant.pktrace";
+  // The same two results as profkit's Chrome JSON (pk_result_load reads both).
+  for (size_t k = 0, n = seeds.size(); k < n; ++k) {
+    const std::string pktrace = dir + "/fuzz_seed_" + std::to_string(k) + ".pktrace";
+    const std::string json = dir + "/fuzz_seed_" + std::to_string(k) + ".trace.json";
+    write_all(pktrace, seeds[k]);
+    pk_result* r = nullptr;
+    if (pk_result_load(pktrace.c_str(), &r) != PK_OK || pk_result_export_chrome(r, json.c_str()) != PK_OK) {
+      std::fprintf(stderr, "cannot make the JSON seed %zu: %s\n", k, pk_last_error());
+      return 1;
+    }
+    pk_result_release(r);
+    seeds.push_back(read_all(json));
+    seed_ranges.emplace_back();
+  }
+  const size_t first_json_seed = seeds.size() / 2;
   long loaded = 0;
   long refused = 0;
   for (long i = 0; i < iterations; ++i) {
@@ -193,7 +227,13 @@ int main(int argc, char** argv) {
     // inside the record arrays (mostly loaded: the checks and every consumer
     // meet odd values).
     const size_t s = static_cast<size_t>(i / 2) % seeds.size();
-    write_all(mutant_path, i % 2 == 0 ? mutate(seeds[s], rng) : mutate_records(seeds[s], seed_ranges[s], rng));
+    const bool json = s >= first_json_seed;
+    const std::string mutant_path = dir + (json ? "/fuzz_mutant.trace.json" : "/fuzz_mutant.pktrace");
+    if (i % 2 == 0) {
+      write_all(mutant_path, mutate(seeds[s], rng));
+    } else {
+      write_all(mutant_path, json ? mutate_json_numbers(seeds[s], rng) : mutate_records(seeds[s], seed_ranges[s], rng));
+    }
     pk_result* r = nullptr;
     const pk_status status = pk_result_load(mutant_path.c_str(), &r);
     if (status == PK_OK) {

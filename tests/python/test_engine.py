@@ -245,7 +245,7 @@ def test_bad_files_raise_clear_python_errors(tmp_path):
         _C.load(str(truncated))
     chrome = tmp_path / "x.trace.json"
     chrome.write_text('{"traceEvents": []}')
-    with pytest.raises(ValueError, match="looks like JSON"):
+    with pytest.raises(ValueError, match="not one profkit wrote"):
         _C.load(str(chrome))
     with pytest.raises(FileNotFoundError, match="cannot create"):
         record_sample().save(str(tmp_path / "no" / "dir" / "x.pktrace"))

@@ -183,7 +183,7 @@ def test_bad_files_raise_value_error_with_the_engine_message(saved, tmp_path):
         "empty.pktrace": (b"", "empty"),
         "truncated.pktrace": (data[: len(data) // 2], "truncated"),
         "garbage.pktrace": (bytes(range(256)) * 8, "not a profkit trace"),
-        "json.pktrace": (b'{"traceEvents": []}', "looks like JSON"),
+        "json.pktrace": (b'{"traceEvents": []}', "not one profkit wrote"),
         "header_only.pktrace": (data[:16], "truncated|corrupt|not a profkit"),
     }
     for name, (content, message) in cases.items():

@@ -6,6 +6,7 @@ import os
 import threading
 import warnings
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test.sh installs the CPU build)")
@@ -72,6 +73,21 @@ def test_memory_summary_and_chrome_counters_show_them(pk_torch, tmp_path):
         counters = [e for e in json.load(f)["traceEvents"] if e["ph"] == "C"]
     assert {e["name"] for e in counters} == {"Memory (CPU)"}
     assert max(e["args"]["Allocated"] for e in counters) >= BLOCK_BYTES
+
+
+def test_memory_events_read_back_from_the_chrome_json_in_full(pk_torch, tmp_path):
+    pk_torch.enable()
+    result, address = in_window(profile_memory=True)
+    path = tmp_path / "memory.trace.json"
+    result.export_chrome_tracing(str(path))
+    with open(path) as f:
+        instants = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "Memory" and e["ph"] == "i"]
+    # torch.profiler's "[memory]" layout: the block's allocation and its free
+    at_address = [e["args"]["Bytes"] for e in instants if e["args"]["Addr"] == address]
+    assert BLOCK_BYTES in at_address and -BLOCK_BYTES in at_address
+    loaded = profkit.load_profiler_result(path)
+    assert np.array_equal(loaded.memory_events, result.memory_events)
+    assert loaded.summary(views=SummaryView.MemoryView) == result.summary(views=SummaryView.MemoryView)
 
 
 def test_nothing_is_reported_without_profile_memory(pk_torch):

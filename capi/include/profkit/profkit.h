@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 7
+#define PK_API_VERSION_MINOR 8
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -370,7 +370,9 @@ PK_API pk_status pk_result_save(const pk_result* r, const char* path) PK_NOEXCEP
 
 /* Writes the result as Chrome-trace JSON (chrome://tracing, ui.perfetto.dev),
  * streamed, through a temporary file renamed into place. Memory events are
- * counter tracks of the allocator's totals per device (since 1.7). */
+ * counter tracks of the allocator's totals per device (since 1.7) and, since
+ * 1.8, "[memory]" instants on the allocating thread with each one's address
+ * and size. pk_result_load reads the file back (since 1.8). */
 PK_API pk_status pk_result_export_chrome(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 typedef struct pk_chrome_options {
@@ -400,9 +402,13 @@ PK_API void pk_chrome_options_init(pk_chrome_options* options) PK_NOEXCEPT;
 PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path,
                                             const pk_chrome_options* options) PK_NOEXCEPT;
 
-/* Loads a .pktrace file (memory-mapped, verified). A missing file is
- * PK_ERR_NOT_FOUND; an empty, truncated, corrupt or foreign file PK_ERR_CORRUPT;
- * in every failure *out is left NULL and nothing is leaked. Thread-safe. */
+/* Loads a .pktrace file (memory-mapped, verified) or, since 1.8, a Chrome
+ * trace JSON file that profkit wrote (pk_result_export_chrome; streamed and
+ * checked against the counts in its "profkit" object), told apart by the
+ * file's first byte. A missing file is PK_ERR_NOT_FOUND; an empty, truncated,
+ * corrupt or foreign file (torch.profiler's JSON, a profkit merge timeline)
+ * PK_ERR_CORRUPT; a file from a newer profkit PK_ERR_VERSION; in every
+ * failure *out is left NULL and nothing is leaked. Thread-safe. */
 PK_API pk_status pk_result_load(const char* path, pk_result** out) PK_NOEXCEPT;
 
 /* Frees a result. NULL is ignored. Not safe while another thread uses `r`. */

@@ -1,0 +1,575 @@
+#include "export/chrome_trace_reader.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error.h"
+#include "common/event_types.h"
+#include "export/chrome_json_scan.h"
+#include "export/chrome_trace.h"
+#include "export/device_kind_names.h"
+#include "trace/result_builder.h"
+
+namespace profkit {
+
+namespace {
+
+// ---- number text ------------------------------------------------------------------
+
+template <class Int>
+std::optional<Int> parse_integer(const std::string& text) {
+  Int value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// A time in µs ("1234.567", profkit's own layout, read exactly; anything else
+// JSON allows through a double) as ns; nullopt when negative or not a number.
+std::optional<uint64_t> parse_us(const std::string& text) {
+  const size_t dot = text.find('.');
+  const std::string whole = text.substr(0, dot);
+  const std::string fraction = dot == std::string::npos ? std::string() : text.substr(dot + 1);
+  const bool plain = !whole.empty() && whole.find_first_not_of("0123456789") == std::string::npos &&
+                     fraction.size() <= 3 && fraction.find_first_not_of("0123456789") == std::string::npos;
+  if (plain) {
+    const std::optional<uint64_t> us = parse_integer<uint64_t>(whole);
+    if (!us || *us > std::numeric_limits<uint64_t>::max() / 1000 - 1) return std::nullopt;
+    uint64_t ns = *us * 1000;
+    uint64_t scale = 100;
+    for (const char digit : fraction) {
+      ns += static_cast<uint64_t>(digit - '0') * scale;
+      scale /= 10;
+    }
+    return ns;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const double us = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !(us >= 0.0) || us > 1.8e16) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(us * 1000.0));
+}
+
+// The copy or memory kind code whose name is `name` (0, "Unknown", if none).
+template <class NameOf>
+uint8_t kind_code(const std::string& name, NameOf name_of) {
+  for (unsigned code = 1; code < 256; ++code) {
+    if (name_of(static_cast<uint8_t>(code)) == name) return static_cast<uint8_t>(code);
+  }
+  return 0;
+}
+
+// "Main (Python) [123]" -> "Main"; the writer's "Thread 123" stand-in for an
+// unnamed thread -> "".
+std::string thread_name_from_lane(const std::string& label, uint64_t tid) {
+  std::string name = label;
+  for (const char* lane : {" (Python) [", " (C++) ["}) {
+    const std::string suffix = lane + std::to_string(tid) + "]";
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      name.resize(name.size() - suffix.size());
+      break;
+    }
+  }
+  return name == "Thread " + std::to_string(tid) ? std::string() : name;
+}
+
+// "name[1.23 ms]" -> "name", for files written with duration labels.
+void strip_duration_label(std::string& name) {
+  if (name.empty() || name.back() != ']') return;
+  const size_t open = name.rfind('[');
+  if (open != std::string::npos) name.resize(open);
+}
+
+// ---- the loader ---------------------------------------------------------------------
+
+// Builds a Result from the scanned events. Times are kept relative to the
+// file's base until the "profkit" object (which comes last) says where that
+// base is.
+class ChromeTraceLoader {
+ public:
+  explicit ChromeTraceLoader(std::string path) : path_(std::move(path)), builder_(ResultInfo{}) {
+    intern("");  // id 0 is the empty string, as in every Result
+  }
+
+  // Reads one event. The first problem is kept, not thrown, so that a file
+  // another tool wrote is named as such (its "profkit" object, or the lack
+  // of one, comes last) rather than by its first unfamiliar event.
+  void on_event(const JsonTraceEvent& e) {
+    ++event_index_;
+    if (first_problem_) return;
+    try {
+      read_event(e);
+    } catch (const Error&) {
+      first_problem_ = std::current_exception();
+    }
+  }
+
+  std::unique_ptr<Result> finish(const JsonProfkitObject& meta);
+
+ private:
+  void read_event(const JsonTraceEvent& e) {
+    if (e.ph == "M") return thread_label(e);
+    if (e.ph == "X" || e.ph == "i") {
+      if (e.cat == "profkit" && e.scope == "g") return;  // the loss marker; the counts are in the metadata
+      if (e.cat == "Memory" && e.ph == "i") return memory_event(e);
+      const uint32_t type = type_of(e.cat);
+      if (is_device_type(type) && e.ph == "X") return device_event(e, type);
+      return host_event(e, type);
+    }
+    if (e.ph == "s" || e.ph == "f" || e.ph == "C") return;  // flow arrows and counters: derived data
+    fail("its phase \"" + e.ph + "\" is not one profkit writes");
+  }
+
+  struct PendingHost {
+    uint64_t start_ns;  // relative to the file's base
+    uint64_t end_ns;
+    uint32_t thread;
+    uint32_t name;
+    uint8_t type;
+    uint8_t depth_hint;
+    uint16_t flags;
+    int64_t correlation_id;  // -1: not a runtime call that launched GPU work
+  };
+  struct PendingArg {
+    size_t event;  // index into hosts_
+    uint32_t key;
+    pk_arg_kind kind;
+    int64_t value;
+  };
+  struct ThreadLabel {
+    uint64_t pid;
+    uint64_t lane;
+    std::string label;
+  };
+
+  void strip_duration_labels();
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw Error(PK_ERR_CORRUPT, "cannot load '" + path_ + "': trace event " + std::to_string(event_index_) + ": " +
+                                    problem + " (was the file edited, or written by another tool?)");
+  }
+  [[noreturn]] void fail_file(const std::string& problem) const {
+    throw Error(PK_ERR_CORRUPT, "cannot load '" + path_ + "': " + problem);
+  }
+
+  uint32_t intern(const std::string& text) {
+    auto [it, inserted] = string_ids_.emplace(text, 0);
+    if (inserted) it->second = builder_.add_string(text);
+    return it->second;
+  }
+
+  uint32_t type_of(const std::string& category) {
+    for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
+      if (event_type_name(t) == category) return t;
+    }
+    fail("its category \"" + category + "\" is not an event type profkit knows");
+  }
+
+  uint64_t number(const JsonScalar& value, const char* what) const {
+    if (!value.is_number()) fail(std::string("its \"") + what + "\" is missing or not a number");
+    const std::optional<uint64_t> v = parse_integer<uint64_t>(value.text);
+    if (!v) fail(std::string("its \"") + what + "\" (" + value.text + ") is not a whole number >= 0");
+    return *v;
+  }
+  uint64_t time(const JsonScalar& value, const char* what) const {
+    if (!value.is_number()) fail(std::string("its \"") + what + "\" is missing or not a number");
+    const std::optional<uint64_t> ns = parse_us(value.text);
+    if (!ns) fail(std::string("its \"") + what + "\" (" + value.text + ") is not a time in µs >= 0");
+    return *ns;
+  }
+  uint64_t end_of(uint64_t start, const JsonTraceEvent& e) const {
+    const uint64_t duration = time(e.dur, "dur");
+    if (duration > UINT64_MAX - start) fail("its \"dur\" runs past the end of time");
+    return start + duration;
+  }
+  uint64_t arg_number(const JsonTraceEvent& e, const char* key) const {
+    const JsonTraceEvent::Arg* arg = e.find_arg(key);
+    if (arg == nullptr) fail(std::string("it has no \"") + key + "\" argument");
+    return number(arg->value, key);
+  }
+  int64_t arg_signed(const JsonTraceEvent& e, const char* key) const {
+    const JsonTraceEvent::Arg* arg = e.find_arg(key);
+    const std::optional<int64_t> v =
+        arg != nullptr && arg->value.is_number() ? parse_integer<int64_t>(arg->value.text) : std::nullopt;
+    if (!v) fail(std::string("its \"") + key + "\" argument is missing or not a whole number");
+    return *v;
+  }
+  float arg_float(const JsonTraceEvent& e, const char* key) const {
+    const JsonTraceEvent::Arg* arg = e.find_arg(key);
+    if (arg == nullptr || !arg->value.is_number()) return 0.0f;
+    return std::strtof(arg->value.text.c_str(), nullptr);
+  }
+
+  // The process every host event and memory event belongs to.
+  void check_host_pid(const JsonTraceEvent& e) {
+    const uint64_t pid = number(e.pid, "pid");
+    if (!host_pid_) {
+      host_pid_ = pid;
+    } else if (*host_pid_ != pid) {
+      fail("it belongs to process " + std::to_string(pid) + ", the others to " + std::to_string(*host_pid_) +
+           ": a timeline of several processes; load each process's own trace");
+    }
+  }
+  uint32_t thread_of_lane(const JsonTraceEvent& e) {
+    const uint64_t lane = number(e.tid, "tid");
+    return builder_.thread(lane >= kCppLaneOffset ? lane - kCppLaneOffset : lane);
+  }
+
+  void thread_label(const JsonTraceEvent& e) {
+    if (e.name != "thread_name") return;
+    const JsonTraceEvent::Arg* name = e.find_arg("name");
+    if (name == nullptr || !name->value.is_string() || !e.pid.is_number() || !e.tid.is_number()) return;
+    labels_.push_back({number(e.pid, "pid"), number(e.tid, "tid"), name->value.text});
+  }
+
+  void host_event(const JsonTraceEvent& e, uint32_t type) {
+    check_host_pid(e);
+    const uint32_t thread = thread_of_lane(e);
+    const bool instant = e.ph == "i";
+    const uint64_t start = time(e.ts, "ts");
+    const uint64_t end = instant ? start : end_of(start, e);
+    // Nesting on this thread as the file lists it (enclosing first): the
+    // depth that orders events with equal start and end, and pairs each
+    // argument with its event.
+    std::vector<uint64_t>& open_ends = open_ends_[thread];
+    while (!open_ends.empty() && open_ends.back() < end) open_ends.pop_back();
+    const uint8_t depth = static_cast<uint8_t>(std::min<size_t>(open_ends.size(), 254));
+    open_ends.push_back(end);
+
+    PendingHost host{start,
+                     end,
+                     thread,
+                     intern(e.name),
+                     static_cast<uint8_t>(type),
+                     depth,
+                     static_cast<uint16_t>(instant ? PK_HOST_EVENT_INSTANT : 0),
+                     -1};
+    for (size_t i = 0; i < e.arg_count; ++i) {
+      const JsonTraceEvent::Arg& arg = e.args[i];
+      if (type == PK_EVENT_CUDA_RUNTIME && arg.key == "correlation id") {
+        host.correlation_id = static_cast<int64_t>(number(arg.value, "correlation id"));
+      } else if (arg.value.is_string()) {
+        args_.push_back({hosts_.size(), intern(arg.key), PK_ARG_STRING, intern(arg.value.text)});
+      } else if (const std::optional<int64_t> v =
+                     arg.value.is_number() ? parse_integer<int64_t>(arg.value.text) : std::nullopt) {
+        args_.push_back({hosts_.size(), intern(arg.key), PK_ARG_INT, *v});
+      } else {
+        fail("its argument \"" + arg.key + "\" is neither a string nor a whole number");
+      }
+    }
+    hosts_.push_back(host);
+  }
+
+  void memory_event(const JsonTraceEvent& e) {
+    check_host_pid(e);
+    pk_memory_event m{};
+    m.time_ns = time(e.ts, "ts");
+    m.thread = thread_of_lane(e);
+    m.device = static_cast<int32_t>(arg_signed(e, "Device"));
+    m.address = arg_number(e, "Addr");
+    m.bytes = arg_signed(e, "Bytes");
+    m.total_allocated = arg_number(e, "Total Allocated");
+    m.total_reserved = arg_number(e, "Total Reserved");
+    memory_.push_back(m);
+  }
+
+  void device_event(const JsonTraceEvent& e, uint32_t type) {
+    pk_device_event d{};
+    d.start_ns = time(e.ts, "ts");
+    d.end_ns = end_of(d.start_ns, e);
+    d.launch_event = PK_NO_EVENT;
+    d.name = intern(e.name);
+    d.type = static_cast<uint8_t>(type);
+    d.device = static_cast<uint16_t>(arg_number(e, "device"));
+    d.stream = static_cast<uint32_t>(arg_number(e, "stream"));
+    d.context = static_cast<uint32_t>(arg_number(e, "context"));
+    d.correlation_id = static_cast<uint32_t>(arg_number(e, "correlation id"));
+    const JsonTraceEvent::Arg* no_timing = e.find_arg("no timing");
+    if (no_timing != nullptr && no_timing->value.kind == JsonScalar::Kind::kBool && no_timing->value.boolean) {
+      d.flags |= PK_DEVICE_EVENT_NO_TIMING;
+    }
+    d.detail = PK_NO_DETAIL;
+    if (type == PK_EVENT_KERNEL && e.find_arg("grid") != nullptr) {
+      d.detail = builder_.add_kernel_detail(kernel_detail(e));
+    } else if (type != PK_EVENT_KERNEL && e.find_arg("bytes") != nullptr) {
+      d.detail = builder_.add_memory_op_detail(memory_op_detail(e, type));
+    }
+    devices_.push_back(d);
+  }
+
+  void dims(const JsonTraceEvent& e, const char* key, uint32_t (&out)[3]) const {
+    const JsonTraceEvent::Arg* arg = e.find_arg(key);
+    if (arg == nullptr || !arg->is_array || arg->numbers.size() != 3) {
+      fail(std::string("its \"") + key + "\" is not a list of 3 numbers");
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      const std::optional<uint32_t> v = parse_integer<uint32_t>(arg->numbers[i]);
+      if (!v) fail(std::string("its \"") + key + "\" holds " + arg->numbers[i] + ", not a whole number");
+      out[i] = *v;
+    }
+  }
+
+  pk_kernel_detail kernel_detail(const JsonTraceEvent& e) const {
+    pk_kernel_detail k{};
+    dims(e, "grid", k.grid);
+    dims(e, "block", k.block);
+    k.registers_per_thread = static_cast<uint32_t>(arg_number(e, "registers per thread"));
+    k.static_shared_memory = static_cast<uint32_t>(arg_number(e, "static shared memory"));
+    k.dynamic_shared_memory = static_cast<uint32_t>(arg_number(e, "dynamic shared memory"));
+    k.blocks_per_sm = arg_float(e, "blocks per SM");
+    k.warps_per_sm = arg_float(e, "warps per SM");
+    k.occupancy = arg_float(e, "theoretical occupancy %") / 100.0f;
+    return k;
+  }
+
+  pk_memory_op_detail memory_op_detail(const JsonTraceEvent& e, uint32_t type) const {
+    pk_memory_op_detail m{};
+    m.bytes = arg_number(e, "bytes");
+    auto kind_arg = [&](const char* key) {
+      const JsonTraceEvent::Arg* arg = e.find_arg(key);
+      return arg != nullptr && arg->value.is_string() ? arg->value.text : std::string();
+    };
+    if (type == PK_EVENT_MEMCPY) {
+      m.copy_kind = kind_code(kind_arg("kind"), copy_kind_name);
+      m.src_kind = kind_code(kind_arg("src kind"), memory_kind_name);
+      m.dst_kind = kind_code(kind_arg("dst kind"), memory_kind_name);
+    } else {
+      m.value = static_cast<uint32_t>(arg_number(e, "value"));
+      m.dst_kind = kind_code(kind_arg("memory kind"), memory_kind_name);
+    }
+    return m;
+  }
+
+  ResultInfo info_from(const JsonProfkitObject& meta, uint64_t layout) const;
+  int64_t meta_int(const JsonProfkitObject& meta, const char* key, bool required) const;
+
+  std::string path_;
+  ResultBuilder builder_;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> open_ends_;  // per thread handle
+  std::vector<PendingHost> hosts_;
+  std::vector<PendingArg> args_;
+  std::vector<pk_memory_event> memory_;
+  std::vector<pk_device_event> devices_;
+  std::vector<ThreadLabel> labels_;
+  std::optional<uint64_t> host_pid_;
+  uint64_t event_index_ = 0;
+  std::exception_ptr first_problem_;
+};
+
+int64_t ChromeTraceLoader::meta_int(const JsonProfkitObject& meta, const char* key, bool required) const {
+  const auto it = meta.fields.find(key);
+  if (it == meta.fields.end()) {
+    if (required) fail_file(std::string("its \"profkit\" object has no \"") + key + "\"");
+    return 0;
+  }
+  const std::optional<int64_t> v = it->second.is_number() ? parse_integer<int64_t>(it->second.text) : std::nullopt;
+  if (!v) fail_file(std::string("its \"profkit\" object's \"") + key + "\" is not a whole number");
+  return *v;
+}
+
+ResultInfo ChromeTraceLoader::info_from(const JsonProfkitObject& meta, uint64_t layout) const {
+  auto text = [&](const char* key) {
+    const auto it = meta.fields.find(key);
+    return it != meta.fields.end() && it->second.is_string() ? it->second.text : std::string();
+  };
+  auto u64 = [&](const char* key, bool required) { return static_cast<uint64_t>(meta_int(meta, key, required)); };
+  const bool v2 = layout >= 2;
+  ResultInfo info;
+  info.profkit_version = text("profkit_version");
+  info.schema_version = static_cast<uint32_t>(u64("schema_version", false));
+  info.hostname = text("hostname");
+  info.pid = static_cast<uint32_t>(u64("pid", true));
+  info.rank = static_cast<int32_t>(meta_int(meta, "rank", false));
+  info.world_size = static_cast<int32_t>(meta_int(meta, "world_size", false));
+  info.span_index = u64("span_index", false);
+  info.start_ns = u64("start_ns", true);
+  info.end_ns = u64("end_ns", true);
+  info.clock_offset_ns = meta_int(meta, "clock_offset_ns", true);
+  info.dropped_events = u64("dropped_events", false);
+  info.unmatched_ends = u64("unmatched_ends", false);
+  info.overflowed_events = u64("overflowed_events", false);
+  info.unfinished_events = u64("unfinished_events", false);
+  info.dropped_device_records = u64("dropped_device_records", false);
+  info.unattached_device_records = u64("unattached_device_records", false);
+  info.process_cpu_ns = u64("process_cpu_ns", v2);
+  info.system_busy_ns = u64("system_busy_ns", v2);
+  info.system_idle_ns = u64("system_idle_ns", v2);
+  info.cpu_count = static_cast<uint32_t>(u64("cpu_count", v2));
+  return info;
+}
+
+// A file written with duration labels ("name[1.23 ms]") names its complete
+// events with them; the Result keeps the names alone.
+void ChromeTraceLoader::strip_duration_labels() {
+  std::vector<uint32_t> stripped(builder_.strings().size(), UINT32_MAX);
+  auto strip = [&](uint32_t id) {
+    if (stripped[id] == UINT32_MAX) {
+      std::string name(builder_.strings().view(id));
+      strip_duration_label(name);
+      stripped[id] = intern(name);
+    }
+    return stripped[id];
+  };
+  for (PendingHost& h : hosts_) {
+    if ((h.flags & PK_HOST_EVENT_INSTANT) == 0) h.name = strip(h.name);
+  }
+  for (pk_device_event& d : devices_) d.name = strip(d.name);
+}
+
+std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta) {
+  if (!meta.present) {
+    fail_file(
+        "it is a Chrome trace, but not one profkit wrote (no top-level \"profkit\" object); profkit loads the "
+        ".pktrace and .trace.json files it writes");
+  }
+  if (meta.merged) {
+    fail_file("it is a timeline merged from " + std::to_string(meta.merged_sources) +
+              " traces (profkit merge); load one process's own .pktrace or .trace.json instead");
+  }
+  if (first_problem_) std::rethrow_exception(first_problem_);
+  const int64_t layout = meta.fields.count("trace_json_version") ? meta_int(meta, "trace_json_version", true) : 1;
+  if (layout < 1 || static_cast<uint64_t>(layout) > kChromeTraceJsonVersion) {
+    throw Error(PK_ERR_VERSION, "cannot load '" + path_ + "': it was written by a newer profkit (trace_json_version " +
+                                    std::to_string(layout) + "; this profkit reads up to " +
+                                    std::to_string(kChromeTraceJsonVersion) + "): upgrade profkit to load it");
+  }
+  ResultInfo info = info_from(meta, static_cast<uint64_t>(layout));
+  const auto labels = meta.fields.find("duration_labels");
+  if (labels != meta.fields.end() && labels->second.kind == JsonScalar::Kind::kBool && labels->second.boolean) {
+    strip_duration_labels();
+  }
+  const int64_t base = meta_int(meta, "base_ns", true);
+
+  // The counts the writer recorded: anything else means a cut or edited file.
+  auto check_count = [&](const char* key, size_t found, bool required) {
+    if (!required && !meta.fields.count(key)) return;
+    const int64_t expected = meta_int(meta, key, true);
+    if (expected < 0 || static_cast<uint64_t>(expected) != found) {
+      fail_file("it holds " + std::to_string(found) + " " + std::string(key).substr(0, std::strlen(key) - 6) +
+                "s but its metadata says " + std::to_string(expected) + ": the file was cut short or edited");
+    }
+  };
+  check_count("host_event_count", hosts_.size(), true);
+  check_count("device_event_count", devices_.size(), true);
+  check_count("memory_event_count", memory_.size(), layout >= 2);
+
+  // Engine-clock ns from a time relative to the base, in range or refused.
+  auto absolute = [&](uint64_t relative) {
+    const bool fits = relative <= static_cast<uint64_t>(INT64_MAX) &&
+                      (base <= 0 || static_cast<int64_t>(relative) <= INT64_MAX - base);
+    const int64_t ns = fits ? base + static_cast<int64_t>(relative) : -1;
+    if (ns < 0) fail_file("its base_ns (" + std::to_string(base) + ") puts an event outside the clock's range");
+    return static_cast<uint64_t>(ns);
+  };
+
+  const uint64_t unattached = info.unattached_device_records;
+  builder_.info() = std::move(info);
+  size_t next_arg = 0;
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    const PendingHost& h = hosts_[i];
+    pk_host_event event{absolute(h.start_ns), absolute(h.end_ns), h.name, h.type, h.depth_hint, h.flags};
+    if (h.correlation_id >= 0) {
+      builder_.add_runtime_call(h.thread, event, static_cast<uint32_t>(h.correlation_id));
+    } else {
+      builder_.add_event(h.thread, event);
+    }
+    const uint8_t hint = h.correlation_id >= 0 ? 255 : h.depth_hint;  // the builder's hint for runtime calls
+    for (; next_arg < args_.size() && args_[next_arg].event == i; ++next_arg) {
+      const PendingArg& a = args_[next_arg];
+      builder_.add_arg(h.thread, event.start_ns, hint, a.key, a.kind, a.value);
+    }
+  }
+  for (pk_memory_event m : memory_) {
+    m.time_ns = absolute(m.time_ns);
+    builder_.add_memory_event(m);
+  }
+  builder_.reserve_device_events(devices_.size());
+  for (pk_device_event d : devices_) {
+    d.start_ns = absolute(d.start_ns);
+    d.end_ns = absolute(d.end_ns);
+    builder_.add_device_event(d);
+  }
+  for (const ThreadLabel& label : labels_) {
+    if (host_pid_ && label.pid != *host_pid_) continue;  // a GPU's stream lanes
+    const uint64_t tid = label.lane >= kCppLaneOffset ? label.lane - kCppLaneOffset : label.lane;
+    builder_.set_thread_name(builder_.thread(tid), thread_name_from_lane(label.label, tid));
+  }
+  for (const auto& fields : meta.devices) {
+    auto field = [&](const char* key) -> const JsonScalar* {
+      const auto it = fields.find(key);
+      return it == fields.end() ? nullptr : &it->second;
+    };
+    auto integer = [&](const char* key) {
+      const JsonScalar* v = field(key);
+      const std::optional<int64_t> n = v != nullptr && v->is_number() ? parse_integer<int64_t>(v->text) : std::nullopt;
+      return n.value_or(0);
+    };
+    DeviceInfo d;
+    d.id = static_cast<int32_t>(integer("id"));
+    if (const JsonScalar* name = field("name")) d.name = name->text;
+    if (const JsonScalar* cc = field("compute_capability")) {
+      std::sscanf(cc->text.c_str(), "%d.%d", &d.compute_major, &d.compute_minor);
+    }
+    d.sm_count = static_cast<int32_t>(integer("sm_count"));
+    d.total_memory = static_cast<uint64_t>(integer("total_memory"));
+    d.max_threads_per_sm = static_cast<int32_t>(integer("max_threads_per_sm"));
+    d.max_registers_per_sm = static_cast<int32_t>(integer("max_registers_per_sm"));
+    d.max_shared_memory_per_sm = static_cast<int32_t>(integer("max_shared_memory_per_sm"));
+    d.max_blocks_per_sm = static_cast<int32_t>(integer("max_blocks_per_sm"));
+    d.warp_size = static_cast<int32_t>(integer("warp_size"));
+    builder_.add_device(std::move(d));
+  }
+  for (const auto& [key, value] : meta.metadata) builder_.add_metadata(key, value);
+  if (layout < 2) {
+    builder_.add_metadata("loaded_from_json_layout_1",
+                          "written before trace_json_version 2: memory events and CPU usage are not in the file");
+  }
+  std::unique_ptr<Result> result = builder_.finish();
+  // finish() counts GPU work whose launch is not in the file; the writer's
+  // own count already holds those.
+  result->info.unattached_device_records = unattached;
+  return result;
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+}  // namespace
+
+bool looks_like_json_file(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return false;
+  int c;
+  for (int read = 0; read < 64 && (c = std::fgetc(file.get())) != EOF; ++read) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    return c == '{' || c == '[';
+  }
+  return false;
+}
+
+std::unique_ptr<Result> read_chrome_trace(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    const int err = errno;
+    throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, "cannot load '" + path + "': " + std::strerror(err));
+  }
+  ChromeTraceLoader loader(path);
+  const JsonProfkitObject meta =
+      scan_chrome_json(file.get(), path, [&](const JsonTraceEvent& e) { loader.on_event(e); });
+  return loader.finish(meta);
+}
+
+}  // namespace profkit

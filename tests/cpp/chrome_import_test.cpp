@@ -1,0 +1,319 @@
+// Loading profkit's own Chrome JSON back: every record and fact of a Result
+// survives export + load (names as JSON carries them), and every kind of bad
+// file gives a clear error naming it, never a crash or a partial result.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "export/chrome_trace.h"
+#include "export/chrome_trace_reader.h"
+#include "export/json_escape.h"
+#include "profkit/profkit.h"
+#include "sample_result.h"
+#include "storage/trace_file.h"
+#include "summary/summary.h"
+#include "summary/summary_options.h"
+#include "test_support.h"
+#include "trace/result_builder.h"
+
+namespace profkit {
+namespace {
+
+using profkit_test::read_file;
+using profkit_test::TempDir;
+using profkit_test::write_file;
+
+// JSON cannot carry invalid UTF-8 (the writer replaces it), so names compare
+// as the writer escapes them.
+std::string as_json(std::string_view text) {
+  std::string out;
+  append_json_escaped(out, text);
+  return out;
+}
+
+void expect_same_info(const ResultInfo& a, const ResultInfo& b) {
+  EXPECT_EQ(a.profkit_version, b.profkit_version);
+  EXPECT_EQ(a.schema_version, b.schema_version);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.hostname, b.hostname);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.world_size, b.world_size);
+  EXPECT_EQ(a.span_index, b.span_index);
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
+  EXPECT_EQ(a.dropped_events, b.dropped_events);
+  EXPECT_EQ(a.unmatched_ends, b.unmatched_ends);
+  EXPECT_EQ(a.overflowed_events, b.overflowed_events);
+  EXPECT_EQ(a.unfinished_events, b.unfinished_events);
+  EXPECT_EQ(a.dropped_device_records, b.dropped_device_records);
+  EXPECT_EQ(a.unattached_device_records, b.unattached_device_records);
+  EXPECT_EQ(a.process_cpu_ns, b.process_cpu_ns);
+  EXPECT_EQ(a.system_busy_ns, b.system_busy_ns);
+  EXPECT_EQ(a.system_idle_ns, b.system_idle_ns);
+  EXPECT_EQ(a.cpu_count, b.cpu_count);
+}
+
+// Everything but string ids (a loaded table holds the same texts in its own
+// order) and kernel ratios (6 significant digits in the file) is exact.
+void expect_same_result(const Result& a, const Result& b) {
+  expect_same_info(a.info, b.info);
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (size_t i = 0; i < a.threads.size(); ++i) {
+    EXPECT_EQ(a.threads[i].tid, b.threads[i].tid);
+    EXPECT_EQ(a.threads[i].name, b.threads[i].name);
+    EXPECT_EQ(a.threads[i].first_event, b.threads[i].first_event);
+    EXPECT_EQ(a.threads[i].event_count, b.threads[i].event_count);
+  }
+  ASSERT_EQ(a.host_events.size(), b.host_events.size());
+  for (size_t i = 0; i < a.host_events.size(); ++i) {
+    const pk_host_event& x = a.host_events[i];
+    const pk_host_event& y = b.host_events[i];
+    EXPECT_EQ(x.start_ns, y.start_ns) << i;
+    EXPECT_EQ(x.end_ns, y.end_ns) << i;
+    EXPECT_EQ(x.type, y.type) << i;
+    EXPECT_EQ(x.depth, y.depth) << i;
+    EXPECT_EQ(x.flags, y.flags) << i;
+    EXPECT_EQ(as_json(a.strings.view(x.name)), as_json(b.strings.view(y.name))) << i;
+  }
+  ASSERT_EQ(a.event_args.size(), b.event_args.size());
+  for (size_t i = 0; i < a.event_args.size(); ++i) {
+    const pk_event_arg& x = a.event_args[i];
+    const pk_event_arg& y = b.event_args[i];
+    EXPECT_EQ(x.event, y.event);
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(a.strings.view(x.key), b.strings.view(y.key));
+    if (x.kind == PK_ARG_STRING) {
+      EXPECT_EQ(as_json(a.strings.view(static_cast<size_t>(x.value))),
+                as_json(b.strings.view(static_cast<size_t>(y.value))));
+    } else {
+      EXPECT_EQ(x.value, y.value);
+    }
+  }
+  ASSERT_EQ(a.memory_events.size(), b.memory_events.size());
+  if (!a.memory_events.empty()) {
+    EXPECT_EQ(
+        std::memcmp(a.memory_events.data(), b.memory_events.data(), a.memory_events.size() * sizeof(pk_memory_event)),
+        0);
+  }
+  ASSERT_EQ(a.device_events.size(), b.device_events.size());
+  for (size_t i = 0; i < a.device_events.size(); ++i) {
+    pk_device_event x = a.device_events[i];
+    pk_device_event y = b.device_events[i];
+    EXPECT_EQ(a.strings.view(x.name), b.strings.view(y.name)) << i;
+    x.name = y.name = 0;
+    EXPECT_EQ(std::memcmp(&x, &y, sizeof x), 0) << "device event " << i;
+  }
+  ASSERT_EQ(a.kernel_details.size(), b.kernel_details.size());
+  for (size_t i = 0; i < a.kernel_details.size(); ++i) {
+    const pk_kernel_detail& x = a.kernel_details[i];
+    const pk_kernel_detail& y = b.kernel_details[i];
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(x.grid[d], y.grid[d]);
+      EXPECT_EQ(x.block[d], y.block[d]);
+    }
+    EXPECT_EQ(x.registers_per_thread, y.registers_per_thread);
+    EXPECT_EQ(x.static_shared_memory, y.static_shared_memory);
+    EXPECT_EQ(x.dynamic_shared_memory, y.dynamic_shared_memory);
+    EXPECT_NEAR(x.blocks_per_sm, y.blocks_per_sm, 1e-5 * std::fabs(x.blocks_per_sm));
+    EXPECT_NEAR(x.warps_per_sm, y.warps_per_sm, 1e-5 * std::fabs(x.warps_per_sm));
+    EXPECT_NEAR(x.occupancy, y.occupancy, 1e-5);
+  }
+  ASSERT_EQ(a.memory_op_details.size(), b.memory_op_details.size());
+  if (!a.memory_op_details.empty()) {
+    EXPECT_EQ(std::memcmp(a.memory_op_details.data(), b.memory_op_details.data(),
+                          a.memory_op_details.size() * sizeof(pk_memory_op_detail)),
+              0);
+  }
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    EXPECT_EQ(a.devices[i].id, b.devices[i].id);
+    EXPECT_EQ(a.devices[i].name, b.devices[i].name);
+    EXPECT_EQ(a.devices[i].sm_count, b.devices[i].sm_count);
+    EXPECT_EQ(a.devices[i].compute_major, b.devices[i].compute_major);
+    EXPECT_EQ(a.devices[i].compute_minor, b.devices[i].compute_minor);
+    EXPECT_EQ(a.devices[i].total_memory, b.devices[i].total_memory);
+    EXPECT_EQ(a.devices[i].max_threads_per_sm, b.devices[i].max_threads_per_sm);
+    EXPECT_EQ(a.devices[i].max_registers_per_sm, b.devices[i].max_registers_per_sm);
+    EXPECT_EQ(a.devices[i].max_shared_memory_per_sm, b.devices[i].max_shared_memory_per_sm);
+    EXPECT_EQ(a.devices[i].max_blocks_per_sm, b.devices[i].max_blocks_per_sm);
+    EXPECT_EQ(a.devices[i].warp_size, b.devices[i].warp_size);
+  }
+  EXPECT_EQ(a.metadata, b.metadata);
+}
+
+std::unique_ptr<Result> export_and_read(const Result& r, const std::string& path, const ChromeOptions& options = {}) {
+  export_chrome_trace(r, path, options);
+  EXPECT_TRUE(looks_like_json_file(path));
+  return read_chrome_trace(path);
+}
+
+TEST(ChromeImport, RoundTripKeepsEveryRecordAndFact) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  auto loaded = export_and_read(*original, dir.file("sample.trace.json"));
+  expect_same_result(*original, *loaded);
+  // The kernel launched by runtime call 501 still points at that call.
+  ASSERT_EQ(loaded->device_events.size(), 3u);
+  ASSERT_NE(loaded->device_events[0].launch_event, PK_NO_EVENT);
+  EXPECT_EQ(loaded->strings.view(loaded->host_events[loaded->device_events[0].launch_event].name), "cudaLaunchKernel");
+}
+
+TEST(ChromeImport, LabelsPlacementAndMissingFlowsReadBackTheSame) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  ChromeOptions options;
+  options.label_durations = true;
+  options.include_flows = false;
+  options.use_time_base = true;
+  options.time_base_wall_ns = original->info.clock_offset_ns + 400;  // 600 ns before the first event
+  expect_same_result(*original, *export_and_read(*original, dir.file("labelled.trace.json"), options));
+}
+
+TEST(ChromeImport, TiesNestingMemoryOnlyThreadsAndManyEventsSurvive) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 7;
+  info.start_ns = 5'000'000'000;
+  info.end_ns = 6'000'000'000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t outer = b.add_string("outer");
+  const uint32_t inner = b.add_string("inner");
+  const uint32_t key = b.add_string("count");
+  const uint32_t main_thread = b.thread(100);
+  // Same start and end at three depths, an instant at a parent's start, an
+  // int argument on the middle one, and a long run of siblings.
+  b.add_event(main_thread, {5'000'000'001, 5'000'000'009, outer, PK_EVENT_FORWARD, 0, 0});
+  b.add_event(main_thread, {5'000'000'001, 5'000'000'009, inner, PK_EVENT_OPERATOR, 1, 0});
+  b.add_arg(main_thread, 5'000'000'001, 1, key, PK_ARG_INT, -42);
+  b.add_event(main_thread, {5'000'000'001, 5'000'000'009, inner, PK_EVENT_OPERATOR_INNER, 2, 0});
+  b.add_event(main_thread, {5'000'000'010, 5'000'000'010, outer, PK_EVENT_USER_DEFINED, 0, PK_HOST_EVENT_INSTANT});
+  for (uint64_t i = 0; i < 5000; ++i) {
+    b.add_event(main_thread, {5'000'001'000 + i * 7, 5'000'001'000 + i * 7 + 5, inner, PK_EVENT_OPERATOR, 0, 0});
+  }
+  const uint32_t allocator_thread = b.thread(101);  // memory only, no events
+  b.add_memory_event({5'000'000'003, 0x1000, 256, 256, 4096, allocator_thread, -1});
+  b.add_memory_event({5'000'000'004, 0x1000, -256, 0, 4096, allocator_thread, -1});
+  b.add_memory_event({5'000'000'005, 0x2000, 512, 512, 1024, main_thread, 3});
+  auto original = b.finish();
+  expect_same_result(*original, *export_and_read(*original, dir.file("ties.trace.json")));
+}
+
+TEST(ChromeImport, TheCAbiLoadsJsonAndPktraceAlikeAndSummariesAgree) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string json = dir.file("s.trace.json");
+  const std::string pktrace = dir.file("s.pktrace");
+  export_chrome_trace(*original, json, {});
+  save_result(*original, pktrace);
+  auto from_json = profkit_test::load(json);
+  auto from_pktrace = profkit_test::load(pktrace);
+  ASSERT_TRUE(from_json && from_pktrace);
+  pk_summary_options options;
+  options.struct_size = sizeof options;
+  pk_summary_options_init(&options);
+  for (const int32_t thread_sep : {0, 1}) {
+    options.thread_sep = thread_sep;
+    char* a = nullptr;
+    char* b = nullptr;
+    ASSERT_EQ(pk_result_summary_json(from_json.get(), &options, &a, nullptr), PK_OK) << pk_last_error();
+    ASSERT_EQ(pk_result_summary_json(from_pktrace.get(), &options, &b, nullptr), PK_OK) << pk_last_error();
+    // The hostile name's invalid bytes are the only difference JSON makes.
+    EXPECT_EQ(as_json(a), as_json(b)) << "thread_sep=" << thread_sep;
+    pk_string_free(a);
+    pk_string_free(b);
+  }
+}
+
+// Every bad file is an Error with the right status, naming the file and what
+// is wrong.
+void expect_read_error(const std::string& path, pk_status status, const std::string& words) {
+  try {
+    read_chrome_trace(path);
+    ADD_FAILURE() << "reading " << path << " should fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+  pk_result* r = nullptr;
+  EXPECT_EQ(pk_result_load(path.c_str(), &r), status) << path;
+  EXPECT_EQ(r, nullptr);
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(ChromeImport, BadFilesGiveClearErrors) {
+  TempDir dir;
+  const std::string good_path = dir.file("good.trace.json");
+  export_chrome_trace(*profkit_test::make_sample_result(), good_path, {});
+  const std::string good = read_file(good_path);
+  auto bad = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir.file(name);
+    write_file(path, text);
+    return path;
+  };
+
+  expect_read_error(dir.file("missing.trace.json"), PK_ERR_NOT_FOUND, "No such file");
+  expect_read_error(bad("cut.json", good.substr(0, good.size() / 2)), PK_ERR_CORRUPT, "truncated or damaged");
+  expect_read_error(bad("array.json", "[{\"ph\":\"X\"}]"), PK_ERR_CORRUPT, "JSON array");
+  expect_read_error(bad("torch.json",
+                        "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\","
+                        "\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]}"),
+                    PK_ERR_CORRUPT, "not one profkit wrote");
+  expect_read_error(bad("merged.json", replaced(good, "\"profkit\":{", "\"profkit\":{\"merged_from\":[{},{}],")),
+                    PK_ERR_CORRUPT, "merged from 2 traces");
+  expect_read_error(bad("newer.json", replaced(good, "\"trace_json_version\":2", "\"trace_json_version\":3")),
+                    PK_ERR_VERSION, "newer profkit");
+  expect_read_error(bad("count.json", replaced(good, "\"host_event_count\":", "\"host_event_count\":1")),
+                    PK_ERR_CORRUPT, "cut short or edited");
+  expect_read_error(bad("ts.json", replaced(good, "\"ts\":1.000", "\"ts\":\"1.000\"")), PK_ERR_CORRUPT,
+                    "\"ts\" is missing or not a number");
+  expect_read_error(bad("negative.json", replaced(good, "\"ts\":1.000", "\"ts\":-1.000")), PK_ERR_CORRUPT,
+                    "not a time in µs >= 0");
+  expect_read_error(bad("phase.json", replaced(good, "\"ph\":\"X\"", "\"ph\":\"B\"")), PK_ERR_CORRUPT, "phase \"B\"");
+  expect_read_error(bad("category.json", replaced(good, "\"cat\":\"Operator\"", "\"cat\":\"Nope\"")), PK_ERR_CORRUPT,
+                    "category \"Nope\"");
+  expect_read_error(bad("pid.json", replaced(good, "\"pid\":4242,\"tid\":12}", "\"pid\":99,\"tid\":12}")),
+                    PK_ERR_CORRUPT, "several processes");
+  expect_read_error(bad("base.json", replaced(good, "\"base_ns\":", "\"base_ns\":-99999999")), PK_ERR_CORRUPT,
+                    "outside the clock's range");
+  expect_read_error(bad("memory.json", replaced(good, "\"Addr\":", "\"Addr\":\"x\",\"Was\":")), PK_ERR_CORRUPT,
+                    "\"Addr\"");
+}
+
+TEST(ChromeImport, ALayoutOneFileLoadsAndSaysWhatItLacks) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string path = dir.file("v1.trace.json");
+  export_chrome_trace(*original, path, {});
+  // What layout 1 wrote: no version, no memory instants, no CPU usage.
+  std::string text = replaced(read_file(path), "\"trace_json_version\":2,", "");
+  text = replaced(text, "\"memory_event_count\":1,", "");
+  text = replaced(text, "\"process_cpu_ns\":11,\"system_busy_ns\":12,\"system_idle_ns\":13,\"cpu_count\":2,", "");
+  const size_t memory = text.find("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"Memory\"");
+  ASSERT_NE(memory, std::string::npos);
+  text.erase(memory, text.find('\n', memory) + 1 - memory);
+  write_file(path, text);
+  auto loaded = read_chrome_trace(path);
+  EXPECT_EQ(loaded->host_events.size(), original->host_events.size());
+  EXPECT_EQ(loaded->memory_events.size(), 0u);
+  EXPECT_EQ(loaded->info.process_cpu_ns, 0u);
+  bool noted = false;
+  for (const auto& [key, value] : loaded->metadata) noted |= key == "loaded_from_json_layout_1";
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace profkit
