@@ -1,5 +1,5 @@
 // Throughput of the downstream paths on a large Result: Chrome export, save
-// (FlatBuffers) and load with verification. Events per second are reported as
+// (FlatBuffers), load with verification, and loading the Chrome JSON back. Events per second are reported as
 // items_per_second. PROFKIT_BENCH_EVENTS sets the size (default 10 M).
 #include <benchmark/benchmark.h>
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/chrome_trace.h"
+#include "export/chrome_trace_reader.h"
 #include "profkit/profkit.h"
 #include "storage/trace_file.h"
 #include "trace/result_builder.h"
@@ -82,6 +83,21 @@ void BM_LoadVerified(benchmark::State& state) {
   std::remove(path.c_str());
 }
 BENCHMARK(BM_LoadVerified)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+
+void BM_LoadChromeJson(benchmark::State& state) {
+  const profkit::Result& r = big_result();
+  const std::string path = scratch("load.trace.json");
+  profkit::export_chrome_trace(r, path, profkit::ChromeOptions{});
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto loaded = profkit::read_chrome_trace(path);  // parses, rebuilds, checks the counts
+    events = loaded->host_events.size();
+    benchmark::DoNotOptimize(events);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events));
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_LoadChromeJson)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 // Collecting a large window: draining 4 threads' buffers, converting ticks,
 // ordering and nesting each thread's events, building the Result.

@@ -61,6 +61,9 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
   std::exception_ptr failure() const noexcept { return failure_; }
 
  private:
+  // The member name just read; a view compares with a literal by length first.
+  std::string_view key() const noexcept { return key_; }
+
   bool fail(std::string problem) {
     problem_ = std::move(problem);
     return false;
@@ -70,19 +73,19 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
     if (stack_.empty()) return Role::kTop;
     switch (stack_.back()) {
       case Role::kTop:
-        if (key_ == "traceEvents" && !is_object) return Role::kEvents;
-        if (key_ == "profkit" && is_object) return Role::kProfkit;
+        if (key() == "traceEvents" && !is_object) return Role::kEvents;
+        if (key() == "profkit" && is_object) return Role::kProfkit;
         return Role::kSkip;
       case Role::kEvents:
         return Role::kEvent;
       case Role::kEvent:
-        return key_ == "args" && is_object ? Role::kArgs : Role::kSkip;
+        return key() == "args" && is_object ? Role::kArgs : Role::kSkip;
       case Role::kArgs:
         return is_object ? Role::kSkip : Role::kArgArray;
       case Role::kProfkit:
-        if (key_ == "devices" && !is_object) return Role::kDevices;
-        if (key_ == "metadata" && is_object) return Role::kMetadata;
-        if (key_ == "merged_from") return Role::kMergedFrom;
+        if (key() == "devices" && !is_object) return Role::kDevices;
+        if (key() == "metadata" && is_object) return Role::kMetadata;
+        if (key() == "merged_from") return Role::kMergedFrom;
         return Role::kSkip;
       case Role::kDevices:
         return is_object ? Role::kDevice : Role::kSkip;
@@ -167,21 +170,21 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
       case Role::kEvents:
         return fail("\"traceEvents\" holds a plain value where an event object belongs");
       case Role::kEvent:
-        if (key_ == "ph") {
+        if (key() == "ph") {
           event_.ph.assign(text.data(), text.size());
-        } else if (key_ == "cat") {
+        } else if (key() == "cat") {
           event_.cat.assign(text.data(), text.size());
-        } else if (key_ == "name") {
+        } else if (key() == "name") {
           event_.name.assign(text.data(), text.size());
-        } else if (key_ == "s") {
+        } else if (key() == "s") {
           event_.scope.assign(text.data(), text.size());
-        } else if (key_ == "ts") {
+        } else if (key() == "ts") {
           set(event_.ts, kind, text, boolean);
-        } else if (key_ == "dur") {
+        } else if (key() == "dur") {
           set(event_.dur, kind, text, boolean);
-        } else if (key_ == "pid") {
+        } else if (key() == "pid") {
           set(event_.pid, kind, text, boolean);
-        } else if (key_ == "tid") {
+        } else if (key() == "tid") {
           set(event_.tid, kind, text, boolean);
         }
         return true;
@@ -225,7 +228,9 @@ JsonProfkitObject scan_chrome_json(std::FILE* file, const std::string& path,
   rapidjson::FileReadStream stream(file, buffer, sizeof buffer);
   Scanner scanner(on_event);
   rapidjson::Reader reader;
-  constexpr unsigned kFlags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag;
+  // Strings are not checked as UTF-8 here: names from C callers may hold any
+  // bytes anyway, and everything that prints them validates (common/utf8.h).
+  constexpr unsigned kFlags = rapidjson::kParseNumbersAsStringsFlag;
   const rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, scanner);
   if (scanner.failure()) std::rethrow_exception(scanner.failure());
   if (!ok) {

@@ -38,27 +38,28 @@ std::optional<Int> parse_integer(const std::string& text) {
 // A time in µs ("1234.567", profkit's own layout, read exactly; anything else
 // JSON allows through a double) as ns; nullopt when negative or not a number.
 std::optional<uint64_t> parse_us(const std::string& text) {
-  const size_t dot = text.find('.');
-  const std::string whole = text.substr(0, dot);
-  const std::string fraction = dot == std::string::npos ? std::string() : text.substr(dot + 1);
-  const bool plain = !whole.empty() && whole.find_first_not_of("0123456789") == std::string::npos &&
-                     fraction.size() <= 3 && fraction.find_first_not_of("0123456789") == std::string::npos;
-  if (plain) {
-    const std::optional<uint64_t> us = parse_integer<uint64_t>(whole);
-    if (!us || *us > std::numeric_limits<uint64_t>::max() / 1000 - 1) return std::nullopt;
-    uint64_t ns = *us * 1000;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  uint64_t us = 0;
+  const auto [dot, ec] = std::from_chars(begin, end, us);
+  const bool digits_first = begin != end && *begin >= '0' && *begin <= '9';
+  if (digits_first && ec == std::errc() && us < std::numeric_limits<uint64_t>::max() / 1000 &&
+      (dot == end || (*dot == '.' && end - dot - 1 <= 3))) {
+    uint64_t ns = us * 1000;
     uint64_t scale = 100;
-    for (const char digit : fraction) {
-      ns += static_cast<uint64_t>(digit - '0') * scale;
+    bool plain = true;
+    for (const char* p = dot == end ? end : dot + 1; p < end; ++p) {
+      plain &= *p >= '0' && *p <= '9';
+      ns += static_cast<uint64_t>(*p - '0') * scale;
       scale /= 10;
     }
-    return ns;
+    if (plain) return ns;
   }
   errno = 0;
-  char* end = nullptr;
-  const double us = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end != text.c_str() + text.size() || !(us >= 0.0) || us > 1.8e16) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(us * 1000.0));
+  char* parsed_to = nullptr;
+  const double value = std::strtod(text.c_str(), &parsed_to);
+  if (errno != 0 || parsed_to != end || !(value >= 0.0) || value > 1.8e16) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(value * 1000.0));
 }
 
 // The copy or memory kind code whose name is `name` (0, "Unknown", if none).
@@ -100,6 +101,7 @@ class ChromeTraceLoader {
  public:
   explicit ChromeTraceLoader(std::string path) : path_(std::move(path)), builder_(ResultInfo{}) {
     intern("");  // id 0 is the empty string, as in every Result
+    for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) type_by_name_.emplace(event_type_name(t), t);
   }
 
   // Reads one event. The first problem is kept, not thrown, so that a file
@@ -170,10 +172,9 @@ class ChromeTraceLoader {
   }
 
   uint32_t type_of(const std::string& category) {
-    for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
-      if (event_type_name(t) == category) return t;
-    }
-    fail("its category \"" + category + "\" is not an event type profkit knows");
+    const auto it = type_by_name_.find(category);
+    if (it == type_by_name_.end()) fail("its category \"" + category + "\" is not an event type profkit knows");
+    return it->second;
   }
 
   uint64_t number(const JsonScalar& value, const char* what) const {
@@ -357,6 +358,7 @@ class ChromeTraceLoader {
   std::string path_;
   ResultBuilder builder_;
   std::unordered_map<std::string, uint32_t> string_ids_;
+  std::unordered_map<std::string_view, uint32_t> type_by_name_;    // "Operator" -> PK_EVENT_OPERATOR
   std::unordered_map<uint32_t, std::vector<uint64_t>> open_ends_;  // per thread handle
   std::vector<PendingHost> hosts_;
   std::vector<PendingArg> args_;

@@ -130,6 +130,11 @@ std::unique_ptr<Result> load_result(const std::string& path) {
                       " bytes failed FlatBuffers verification); it cannot be read");
   }
   const fb::Trace* trace = fb::GetSizePrefixedTrace(data);
+  if (trace->min_reader_version() > trace->schema_version()) {
+    // No writer asks for a newer reader than its own schema: damage, not age.
+    corrupt(path, "the file is corrupt (it needs schema " + std::to_string(trace->min_reader_version()) +
+                      " to read but says it is schema " + std::to_string(trace->schema_version()) + ")");
+  }
   if (trace->min_reader_version() > kSchemaVersion) {
     throw Error(PK_ERR_VERSION, "cannot load '" + path + "': it was written by a newer profkit (schema " +
                                     std::to_string(trace->schema_version()) + ", readable from schema " +

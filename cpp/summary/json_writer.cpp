@@ -120,6 +120,12 @@ std::string render_summary_json(const Summary& summary) {
   append_number(out, static_cast<double>(summary.total_time_ns) / unit);
   out += ",\"total_time_source\":";
   out += summary.total_time_is_steps ? "\"ProfileStep\"" : "\"recorded span\"";
+  out += ",\"warnings\":[";
+  for (size_t i = 0; i < summary.warnings.size(); ++i) {
+    if (i > 0) out += ',';
+    out += json_quoted(summary.warnings[i]);
+  }
+  out += ']';
   out += ",\"tables\":[";
   for (size_t i = 0; i < summary.tables.size(); ++i) {
     if (i > 0) out += ',';

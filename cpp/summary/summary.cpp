@@ -18,6 +18,28 @@
 
 namespace profkit {
 
+namespace {
+
+std::vector<std::string> recording_losses(const ResultInfo& info) {
+  std::vector<std::string> lines;
+  if (info.dropped_events > 0) {
+    lines.push_back(std::to_string(info.dropped_events) +
+                    " events were dropped at the engine's memory cap (pk_set_memory_cap; "
+                    "Profiler(memory_cap=...) in Python): these tables lack them.");
+  }
+  if (info.overflowed_events > 0) {
+    lines.push_back(std::to_string(info.overflowed_events) +
+                    " events nested deeper than 256 levels were not recorded: these tables lack them.");
+  }
+  if (info.dropped_device_records > 0) {
+    lines.push_back(std::to_string(info.dropped_device_records) +
+                    " GPU records were lost (CUPTI had no buffer for them): the GPU columns lack them.");
+  }
+  return lines;
+}
+
+}  // namespace
+
 Summary compute_summary(const Result& result, const SummaryOptions& options) {
   const SummaryContext context = make_summary_context(result, options);
 
@@ -47,6 +69,7 @@ Summary compute_summary(const Result& result, const SummaryOptions& options) {
   s.options = options;
   s.total_time_ns = context.total_time_ns;
   s.total_time_is_steps = context.has_steps;
+  s.warnings = recording_losses(result.info);
   for (int32_t v = 0; v < kSummaryViewCount; ++v) {
     const auto view = static_cast<SummaryView>(v);
     if (!options.wants(view)) continue;

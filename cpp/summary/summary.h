@@ -25,6 +25,9 @@ struct Summary {
   std::vector<SummaryTable> tables;  // the selected views, in view order
   uint64_t total_time_ns = 0;        // the ratio denominator
   bool total_time_is_steps = false;  // ProfileStep union (else the recorded span)
+  // What the recording lost (memory cap, nesting limit, GPU buffers), one
+  // line each: the tables lack those events, and they say so first.
+  std::vector<std::string> warnings;
 };
 
 Summary compute_summary(const Result& result, const SummaryOptions& options);

@@ -209,6 +209,8 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
 
 std::string render_summary_text(const Summary& summary) {
   std::string out;
+  for (const std::string& warning : summary.warnings) out += "Warning: " + warning + "\n";
+  if (!summary.warnings.empty()) out += "\n";
   for (const SummaryTable& t : summary.tables) render_table_text(out, t, summary.options.time_unit);
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "profkit/profkit.h"
@@ -24,6 +25,16 @@ void set_status_error(pk_status status);
 
 inline void check(pk_status status) {
   if (status != PK_OK) raise_status(status);
+}
+
+// A path for the C ABI. C strings end at the first NUL, so a Python path
+// holding one would name another file: refuse it, as open() does.
+inline const char* path_arg(const std::string& path) {
+  if (path.find('\0') != std::string::npos) {
+    throw py::value_error("embedded null byte in path " + py::repr(py::bytes(path)).cast<std::string>() +
+                          ": no file name can hold one");
+  }
+  return path.c_str();
 }
 
 struct ResultDeleter {

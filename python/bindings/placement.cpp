@@ -28,10 +28,11 @@ void bind_placement(py::class_<Result>& result) {
         o.flow_id_offset = flow_id_offset;
         o.process_label_prefix = process_label_prefix.c_str();
         o.sort_index_offset = sort_index_offset;
+        const char* file = path_arg(path);
         pk_status status;
         {
           py::gil_scoped_release release;
-          status = pk_result_export_chrome_ex(self.get(), path.c_str(), &o);
+          status = pk_result_export_chrome_ex(self.get(), file, &o);
         }
         check(status);
       },

@@ -25,8 +25,9 @@ std::unique_ptr<Result> load(const std::string& path) {
   pk_result* r = nullptr;
   pk_status status;
   {
+    const char* file = path_arg(path);
     py::gil_scoped_release release;
-    status = pk_result_load(path.c_str(), &r);
+    status = pk_result_load(file, &r);
   }
   check(status);
   return std::make_unique<Result>(r);
@@ -107,7 +108,7 @@ py::list result_devices(const Result& self) {
 
 void bind_result(py::module_& m, py::class_<Result>& result) {
   m.def("collect", &collect, "Takes everything recorded since the last collect");
-  m.def("load", &load, py::arg("path"), "Loads a .pktrace file (verified)");
+  m.def("load", &load, py::arg("path"), "Loads a .pktrace file (verified) or a Chrome trace JSON profkit wrote");
 
   py::class_<Column>(m, "Column", py::buffer_protocol())
       .def_buffer([](Column& c) {
@@ -122,10 +123,11 @@ void bind_result(py::module_& m, py::class_<Result>& result) {
       .def(
           "save",
           [](const Result& self, const std::string& path) {
+            const char* file = path_arg(path);
             pk_status status;
             {
               py::gil_scoped_release release;
-              status = pk_result_save(self.get(), path.c_str());
+              status = pk_result_save(self.get(), file);
             }
             check(status);
           },
@@ -138,10 +140,11 @@ void bind_result(py::module_& m, py::class_<Result>& result) {
             pk_chrome_options_init(&o);
             o.label_durations = label_durations;
             o.include_flows = include_flows;
+            const char* file = path_arg(path);
             pk_status status;
             {
               py::gil_scoped_release release;
-              status = pk_result_export_chrome_ex(self.get(), path.c_str(), &o);
+              status = pk_result_export_chrome_ex(self.get(), file, &o);
             }
             check(status);
           },

@@ -89,6 +89,14 @@ class TraceExporter:
         if not isinstance(dir_name, (str, os.PathLike)):
             raise TypeError(f"profkit: dir_name must be a path, not {type(dir_name).__name__}")
         self.dir_name = os.fspath(dir_name)
+        if worker_name is not None:
+            if not isinstance(worker_name, str):
+                raise TypeError(f"profkit: worker_name must be a str, not {type(worker_name).__name__}")
+            if not worker_name or "/" in worker_name or os.sep in worker_name or "\0" in worker_name:
+                raise ValueError(
+                    f"profkit: worker_name {worker_name!r} must be a non-empty file name part, without '/' "
+                    "or NUL (the directory goes in dir_name)"
+                )
         self.worker_name = worker_name
         self.format = fmt
         self.suffix = CHROME_SUFFIX if fmt == "json" else PKTRACE_SUFFIX

@@ -25,7 +25,7 @@ RecordEvent and dataloader ranges may come from any thread.
 
 import operator
 import warnings
-from typing import Any, Callable, Iterable, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
 from . import _C, _lifecycle, _rank, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
@@ -97,6 +97,30 @@ def _samples(num_samples: Optional[int]) -> Optional[int]:
     return n
 
 
+def _whole_number(name: str, value: Any, *, minimum: int) -> int:
+    """``value`` as an int >= minimum, or a TypeError/ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"Profiler: {name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"Profiler: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _losses(info: Dict[str, Any]) -> str:
+    """What a window's info says it lost while recording, with the remedy; "" when nothing."""
+    parts = []
+    if info["dropped_events"]:
+        parts.append(
+            f"{info['dropped_events']} past the engine's memory cap of {_C.get_memory_cap()} bytes "
+            "(raise it with Profiler(memory_cap=...), or record fewer steps per window)"
+        )
+    if info["overflowed_events"]:
+        parts.append(f"{info['overflowed_events']} nested deeper than 256 levels (those are not recorded)")
+    if info["dropped_device_records"]:
+        parts.append(f"{info['dropped_device_records']} GPU records CUPTI had no buffer for")
+    return "; ".join(parts)
+
+
 class Profiler:
     """Profiles a training loop: steps, schedules, traces and step timing.
 
@@ -121,6 +145,9 @@ class Profiler:
             so when set.
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
             is longer (default 10, as paddle.profiler).
+        memory_cap: bytes the engine may use for recorded events (None: the
+            engine's, 1 GiB by default), set at ``start()``. Past it events
+            are dropped and counted, and the window that lost them warns.
     """
 
     def __init__(
@@ -136,6 +163,7 @@ class Profiler:
         custom_device_types: Optional[Iterable[str]] = None,
         with_flops: bool = False,
         benchmark_warmup_steps: int = DEFAULT_WARMUP_STEPS,
+        memory_cap: Optional[int] = None,
     ) -> None:
         self.targets: Set[ProfilerTarget] = _resolve_targets(targets)
         self.scheduler = scheduler  # the setter resolves (start, end) pairs and None
@@ -160,7 +188,8 @@ class Profiler:
         #: The state of the step in progress, and of the one before it.
         self.current_state = _CLOSED
         self.previous_state = _CLOSED
-        self._timer = StepTimer(benchmark_warmup_steps)
+        self._timer = StepTimer(_whole_number("benchmark_warmup_steps", benchmark_warmup_steps, minimum=0))
+        self.memory_cap = None if memory_cap is None else _whole_number("memory_cap", memory_cap, minimum=1)
         self._result: Optional[ProfilerResult] = None
         self._perf_summary: Optional[PerfSummary] = None
         self._started = False
@@ -220,6 +249,8 @@ class Profiler:
         _active = self
         try:
             _rank.apply_rank()  # rank and world size into every Result and file name
+            if self.memory_cap is not None:
+                _C.set_memory_cap(self.memory_cap)
             self._set_gpu_tracing(ProfilerTarget.GPU in self.targets)
             if self.on_trace_ready is None:
                 self.on_trace_ready = export_chrome_tracing(DEFAULT_LOG_DIR)
@@ -446,6 +477,13 @@ class Profiler:
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
         self._result = ProfilerResult(result)
         self._windows += 1
+        lost = _losses(self._result.info)
+        if lost:
+            warnings.warn(
+                f"profkit: this recording window lost events: {lost}. Its summary and trace files lack them.",
+                ProfilerWarning,
+                stacklevel=3,
+            )
         if improper:
             info = self._result.info
             steps = (

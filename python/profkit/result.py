@@ -270,6 +270,8 @@ class ProfilerResult:
 
     def top_events(self, n: int = 10) -> List[Tuple[str, str, int, int]]:
         """The ``n`` host (name, type) pairs with the most total time: (name, type, calls, total_ns)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"top_events: n must be an int >= 0, got {n!r}")
         raw = self.host_events
         if len(raw) == 0:
             return []

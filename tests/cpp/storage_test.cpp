@@ -159,7 +159,7 @@ TEST(Storage, BadFilesGiveClearErrors) {
 }
 
 // Builds a structurally valid FlatBuffer whose content is inconsistent.
-std::string craft(uint32_t min_reader, uint64_t thread_events, uint32_t event_name) {
+std::string craft(uint32_t min_reader, uint64_t thread_events, uint32_t event_name, uint32_t schema_version = 99) {
   flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<flatbuffers::String>> strings = {b.CreateString(""), b.CreateString("x")};
   auto strings_vec = b.CreateVector(strings);
@@ -169,7 +169,7 @@ std::string craft(uint32_t min_reader, uint64_t thread_events, uint32_t event_na
   auto meta = schema::CreateMetadata(b, b.CreateString("0"), b.CreateString("h"));
   pk_host_event e{1, 2, event_name, PK_EVENT_OPERATOR, 0, 0};
   auto host = b.CreateVectorOfStructs(reinterpret_cast<const schema::HostEvent*>(&e), 1);
-  auto trace = schema::CreateTrace(b, 99, min_reader, meta, strings_vec, threads_vec, host);
+  auto trace = schema::CreateTrace(b, schema_version, min_reader, meta, strings_vec, threads_vec, host);
   schema::FinishSizePrefixedTraceBuffer(b, trace);
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
@@ -182,6 +182,10 @@ TEST(Storage, InconsistentOrFutureFilesAreRefused) {
 
   write_file(dir.file("future.pktrace"), craft(99, 1, 1));
   expect_load_error(dir.file("future.pktrace"), PK_ERR_VERSION, "newer profkit");
+  // A file that needs a newer reader than its own schema is damaged, not new.
+  write_file(dir.file("contradiction.pktrace"), craft(99, 1, 1, 2));
+  expect_load_error(dir.file("contradiction.pktrace"), PK_ERR_CORRUPT,
+                    "needs schema 99 to read but says it is schema 2");
   write_file(dir.file("range.pktrace"), craft(1, 5, 1));
   expect_load_error(dir.file("range.pktrace"), PK_ERR_CORRUPT, "thread 0");
   write_file(dir.file("name.pktrace"), craft(1, 1, 77));

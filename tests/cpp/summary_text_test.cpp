@@ -253,6 +253,27 @@ TEST(SummaryText, DeviceAndMemoryTables) {
   EXPECT_EQ(memory.find("Time unit"), std::string::npos);
 }
 
+TEST(SummaryText, WhatTheRecordingLostIsSaidFirst) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000000);
+  b.info().dropped_events = 1234;
+  b.info().overflowed_events = 5;
+  auto lossy = b.build();
+  const std::vector<std::string> lines = lines_of(render(*lossy, SummaryView::kOverview));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("Warning: 1234 events were dropped at the engine's memory cap", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("Warning: 5 events nested deeper than 256 levels", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2], "");
+  SummaryOptions o;
+  o.views = 1u << static_cast<int>(SummaryView::kOverview);
+  const std::string json = profkit::render_summary_json(profkit::compute_summary(*lossy, o));
+  EXPECT_NE(json.find("\"warnings\":[\"1234 events were dropped"), std::string::npos) << json;
+  // A whole recording has no warning at all.
+  EXPECT_EQ(render(*small_training_trace(), SummaryView::kOverview).find("Warning"), std::string::npos);
+  EXPECT_NE(profkit::render_summary_json(profkit::compute_summary(*small_training_trace(), o)).find("\"warnings\":[]"),
+            std::string::npos);
+}
+
 TEST(SummaryText, FormatValue) {
   using profkit::ColumnKind;
   using profkit::format_value;

@@ -143,3 +143,12 @@ def test_profiler_export_formats(tmp_path):
 
 def test_exporter_repr(tmp_path):
     assert repr(export_protobuf(str(tmp_path), "w")) == f"export_protobuf({str(tmp_path)!r}, worker_name='w')"
+
+
+@pytest.mark.parametrize("factory", [export_chrome_tracing, export_protobuf])
+def test_a_worker_name_that_is_not_a_file_name_part_is_refused_at_once(factory, tmp_path):
+    for bad in ("a/b", "", "x\0y"):
+        with pytest.raises(ValueError, match="worker_name .* must be a non-empty file name part"):
+            factory(str(tmp_path), worker_name=bad)
+    with pytest.raises(TypeError, match="worker_name must be a str, not int"):
+        factory(str(tmp_path), worker_name=3)

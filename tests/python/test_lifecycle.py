@@ -507,3 +507,61 @@ def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
         p.step()
     with Profiler(on_trace_ready=Windows()) as q:  # the engine is free
         q.step()
+
+
+# ---- losses are never silent --------------------------------------------------------
+
+
+@pytest.fixture
+def engine_memory_cap():
+    cap = _C.get_memory_cap()
+    yield
+    _C.set_memory_cap(cap)
+
+
+def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_memory_cap):
+    windows = []
+    with pytest.warns(ProfilerWarning, match=r"lost events: \d+ past the engine's memory cap .*memory_cap="):
+        with Profiler(on_trace_ready=lambda p: windows.append(p.profiler_result), memory_cap=256 << 10) as p:
+            assert _C.get_memory_cap() == 256 << 10  # set at start: one record buffer, ~10 k events
+            for _ in range(3):
+                for _ in range(200_000):
+                    with RecordEvent("tiny"):
+                        pass
+                p.step()
+    (result,) = windows
+    assert result.info["dropped_events"] > 0
+    assert result.summary().startswith("Warning: %d events were dropped" % result.info["dropped_events"])
+
+
+def test_a_cap_below_one_buffer_is_refused_at_start(engine_memory_cap):
+    p = Profiler(memory_cap=1)
+    with pytest.raises(ValueError, match="below one record buffer"):
+        p.start()
+    with Profiler(on_trace_ready=lambda p: None):  # nothing was left half started
+        pass
+
+
+def test_a_whole_window_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Profiler(on_trace_ready=lambda p: None) as p:
+            with RecordEvent("x"):
+                pass
+            p.step()
+    assert not p.profiler_result.summary().startswith("Warning")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"memory_cap": "1GB"}, TypeError, "memory_cap must be an int, not str"),
+        ({"memory_cap": 0}, ValueError, "memory_cap must be >= 1, got 0"),
+        ({"memory_cap": True}, TypeError, "memory_cap must be an int, not bool"),
+        ({"benchmark_warmup_steps": "3"}, TypeError, "benchmark_warmup_steps must be an int, not str"),
+        ({"benchmark_warmup_steps": -3}, ValueError, "Profiler: benchmark_warmup_steps must be >= 0, got -3"),
+    ],
+)
+def test_bad_numeric_arguments_name_the_argument(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        Profiler(**kwargs)

@@ -275,3 +275,22 @@ def test_corrupted_bytes_load_or_raise_value_error_never_crash(saved, tmp_path):
         except ValueError:
             continue
         result.events  # whatever loads must also decode
+
+
+def test_a_path_with_a_nul_byte_is_refused_not_cut_short(saved, tmp_path):
+    live, _ = saved
+    for call in (
+        lambda: live.save(str(tmp_path / "a\0b.pktrace")),
+        lambda: live.export_chrome_tracing(str(tmp_path / "a\0b.trace.json")),
+        lambda: load_profiler_result(str(tmp_path / "a\0b.pktrace")),
+    ):
+        with pytest.raises(ValueError, match="embedded null byte"):
+            call()
+    assert os.listdir(tmp_path) == [os.path.basename(saved[1])]  # nothing written under "a"
+
+
+def test_top_events_refuses_a_negative_count(saved):
+    live, _ = saved
+    assert len(live.top_events(2)) == 2 and live.top_events(0) == []
+    with pytest.raises(ValueError, match="n must be an int >= 0, got -1"):
+        live.top_events(-1)
