@@ -1,13 +1,11 @@
 #include "export/chrome_trace_reader.h"
 
 #include <cerrno>
-#include <charconv>
-#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <limits>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +14,7 @@
 #include "common/error.h"
 #include "common/event_types.h"
 #include "export/chrome_json_scan.h"
+#include "export/chrome_json_values.h"
 #include "export/chrome_trace.h"
 #include "export/device_kind_names.h"
 #include "trace/result_builder.h"
@@ -23,74 +22,6 @@
 namespace profkit {
 
 namespace {
-
-// ---- number text ------------------------------------------------------------------
-
-template <class Int>
-std::optional<Int> parse_integer(const std::string& text) {
-  Int value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
-}
-
-// A time in µs ("1234.567", profkit's own layout, read exactly; anything else
-// JSON allows through a double) as ns; nullopt when negative or not a number.
-std::optional<uint64_t> parse_us(const std::string& text) {
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  uint64_t us = 0;
-  const auto [dot, ec] = std::from_chars(begin, end, us);
-  const bool digits_first = begin != end && *begin >= '0' && *begin <= '9';
-  if (digits_first && ec == std::errc() && us < std::numeric_limits<uint64_t>::max() / 1000 &&
-      (dot == end || (*dot == '.' && end - dot - 1 <= 3))) {
-    uint64_t ns = us * 1000;
-    uint64_t scale = 100;
-    bool plain = true;
-    for (const char* p = dot == end ? end : dot + 1; p < end; ++p) {
-      plain &= *p >= '0' && *p <= '9';
-      ns += static_cast<uint64_t>(*p - '0') * scale;
-      scale /= 10;
-    }
-    if (plain) return ns;
-  }
-  errno = 0;
-  char* parsed_to = nullptr;
-  const double value = std::strtod(text.c_str(), &parsed_to);
-  if (errno != 0 || parsed_to != end || !(value >= 0.0) || value > 1.8e16) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(value * 1000.0));
-}
-
-// The copy or memory kind code whose name is `name` (0, "Unknown", if none).
-template <class NameOf>
-uint8_t kind_code(const std::string& name, NameOf name_of) {
-  for (unsigned code = 1; code < 256; ++code) {
-    if (name_of(static_cast<uint8_t>(code)) == name) return static_cast<uint8_t>(code);
-  }
-  return 0;
-}
-
-// "Main (Python) [123]" -> "Main"; the writer's "Thread 123" stand-in for an
-// unnamed thread -> "".
-std::string thread_name_from_lane(const std::string& label, uint64_t tid) {
-  std::string name = label;
-  for (const char* lane : {" (Python) [", " (C++) ["}) {
-    const std::string suffix = lane + std::to_string(tid) + "]";
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      name.resize(name.size() - suffix.size());
-      break;
-    }
-  }
-  return name == "Thread " + std::to_string(tid) ? std::string() : name;
-}
-
-// "name[1.23 ms]" -> "name", for files written with duration labels.
-void strip_duration_label(std::string& name) {
-  if (name.empty() || name.back() != ']') return;
-  const size_t open = name.rfind('[');
-  if (open != std::string::npos) name.resize(open);
-}
 
 // ---- the loader ---------------------------------------------------------------------
 
@@ -342,12 +273,12 @@ class ChromeTraceLoader {
       return arg != nullptr && arg->value.is_string() ? arg->value.text : std::string();
     };
     if (type == PK_EVENT_MEMCPY) {
-      m.copy_kind = kind_code(kind_arg("kind"), copy_kind_name);
-      m.src_kind = kind_code(kind_arg("src kind"), memory_kind_name);
-      m.dst_kind = kind_code(kind_arg("dst kind"), memory_kind_name);
+      m.copy_kind = copy_kind_code(kind_arg("kind"));
+      m.src_kind = memory_kind_code(kind_arg("src kind"));
+      m.dst_kind = memory_kind_code(kind_arg("dst kind"));
     } else {
       m.value = static_cast<uint32_t>(arg_number(e, "value"));
-      m.dst_kind = kind_code(kind_arg("memory kind"), memory_kind_name);
+      m.dst_kind = memory_kind_code(kind_arg("memory kind"));
     }
     return m;
   }

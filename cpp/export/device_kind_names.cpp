@@ -50,4 +50,19 @@ std::string_view memory_kind_name(uint8_t kind) {
   }
 }
 
+namespace {
+
+template <class NameOf>
+uint8_t code_named(std::string_view name, NameOf name_of) {
+  for (unsigned code = 1; code < 256; ++code) {
+    if (name_of(static_cast<uint8_t>(code)) == name) return static_cast<uint8_t>(code);
+  }
+  return 0;
+}
+
+}  // namespace
+
+uint8_t copy_kind_code(std::string_view name) { return code_named(name, copy_kind_name); }
+uint8_t memory_kind_code(std::string_view name) { return code_named(name, memory_kind_name); }
+
 }  // namespace profkit

@@ -14,4 +14,8 @@ namespace profkit {
 std::string_view copy_kind_name(uint8_t kind);
 std::string_view memory_kind_name(uint8_t kind);
 
+// The inverses, for reading a trace back: 0 for "Unknown" or any other name.
+uint8_t copy_kind_code(std::string_view name);
+uint8_t memory_kind_code(std::string_view name);
+
 }  // namespace profkit

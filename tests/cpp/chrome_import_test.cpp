@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "common/error.h"
+#include "export/chrome_json_values.h"
 #include "export/chrome_trace.h"
 #include "export/chrome_trace_reader.h"
 #include "export/json_escape.h"
 #include "profkit/profkit.h"
+#include "result_expectations.h"
 #include "sample_result.h"
 #include "storage/trace_file.h"
 #include "summary/summary.h"
@@ -36,33 +38,11 @@ std::string as_json(std::string_view text) {
   return out;
 }
 
-void expect_same_info(const ResultInfo& a, const ResultInfo& b) {
-  EXPECT_EQ(a.profkit_version, b.profkit_version);
-  EXPECT_EQ(a.schema_version, b.schema_version);
-  EXPECT_EQ(a.pid, b.pid);
-  EXPECT_EQ(a.hostname, b.hostname);
-  EXPECT_EQ(a.rank, b.rank);
-  EXPECT_EQ(a.world_size, b.world_size);
-  EXPECT_EQ(a.span_index, b.span_index);
-  EXPECT_EQ(a.start_ns, b.start_ns);
-  EXPECT_EQ(a.end_ns, b.end_ns);
-  EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
-  EXPECT_EQ(a.dropped_events, b.dropped_events);
-  EXPECT_EQ(a.unmatched_ends, b.unmatched_ends);
-  EXPECT_EQ(a.overflowed_events, b.overflowed_events);
-  EXPECT_EQ(a.unfinished_events, b.unfinished_events);
-  EXPECT_EQ(a.dropped_device_records, b.dropped_device_records);
-  EXPECT_EQ(a.unattached_device_records, b.unattached_device_records);
-  EXPECT_EQ(a.process_cpu_ns, b.process_cpu_ns);
-  EXPECT_EQ(a.system_busy_ns, b.system_busy_ns);
-  EXPECT_EQ(a.system_idle_ns, b.system_idle_ns);
-  EXPECT_EQ(a.cpu_count, b.cpu_count);
-}
-
 // Everything but string ids (a loaded table holds the same texts in its own
 // order) and kernel ratios (6 significant digits in the file) is exact.
 void expect_same_result(const Result& a, const Result& b) {
-  expect_same_info(a.info, b.info);
+  profkit_test::expect_same_info(a.info, b.info);
+  EXPECT_EQ(a.info.schema_version, b.info.schema_version);
   ASSERT_EQ(a.threads.size(), b.threads.size());
   for (size_t i = 0; i < a.threads.size(); ++i) {
     EXPECT_EQ(a.threads[i].tid, b.threads[i].tid);
@@ -151,6 +131,36 @@ std::unique_ptr<Result> export_and_read(const Result& r, const std::string& path
   export_chrome_trace(r, path, options);
   EXPECT_TRUE(looks_like_json_file(path));
   return read_chrome_trace(path);
+}
+
+TEST(ChromeJsonValues, TimesAreExactInTheWritersLayoutAndRoundedOtherwise) {
+  EXPECT_EQ(parse_us("1234.567"), 1234567u);
+  EXPECT_EQ(parse_us("0.5"), 500u);
+  EXPECT_EQ(parse_us("7"), 7000u);
+  EXPECT_EQ(parse_us("18446744073709.551"), 18446744073709551u);  // past a double's 53 bits, still exact
+  EXPECT_EQ(parse_us("1.5e3"), 1500000u);
+  EXPECT_EQ(parse_us("1.2345"), 1235u);  // more digits than ns: rounded
+  EXPECT_EQ(parse_us("-1.000"), std::nullopt);
+  EXPECT_EQ(parse_us("1e30"), std::nullopt);
+  EXPECT_EQ(parse_us("12x"), std::nullopt);
+  EXPECT_EQ(parse_us(""), std::nullopt);
+  EXPECT_EQ(parse_integer<uint64_t>("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(parse_integer<uint64_t>("18446744073709551616"), std::nullopt);
+  EXPECT_EQ(parse_integer<uint32_t>("1.0"), std::nullopt);
+  EXPECT_EQ(parse_integer<int64_t>("-42"), -42);
+}
+
+TEST(ChromeJsonValues, LaneAndDurationLabelsGiveBackTheNames) {
+  EXPECT_EQ(thread_name_from_lane("MainThread (Python) [11]", 11), "MainThread");
+  EXPECT_EQ(thread_name_from_lane("loader (C++) [12]", 12), "loader");
+  EXPECT_EQ(thread_name_from_lane("Thread 12 (C++) [12]", 12), "");
+  EXPECT_EQ(thread_name_from_lane("odd [1]", 11), "odd [1]");
+  std::string name = "aten::mm[1.23 ms]";
+  strip_duration_label(name);
+  EXPECT_EQ(name, "aten::mm");
+  name = "plain";
+  strip_duration_label(name);
+  EXPECT_EQ(name, "plain");
 }
 
 TEST(ChromeImport, RoundTripKeepsEveryRecordAndFact) {
