@@ -86,9 +86,9 @@ class TraceExporter:
     """
 
     def __init__(self, dir_name: str, worker_name: Optional[str], fmt: str) -> None:
-        if not isinstance(dir_name, (str, os.PathLike)):
+        if not isinstance(dir_name, (str, bytes, os.PathLike)):
             raise TypeError(f"profkit: dir_name must be a path, not {type(dir_name).__name__}")
-        self.dir_name = os.fspath(dir_name)
+        self.dir_name = os.fsdecode(dir_name)  # bytes too, as ProfilerResult.save takes them
         if worker_name is not None:
             if not isinstance(worker_name, str):
                 raise TypeError(f"profkit: worker_name must be a str, not {type(worker_name).__name__}")

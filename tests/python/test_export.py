@@ -152,3 +152,10 @@ def test_a_worker_name_that_is_not_a_file_name_part_is_refused_at_once(factory, 
             factory(str(tmp_path), worker_name=bad)
     with pytest.raises(TypeError, match="worker_name must be a str, not int"):
         factory(str(tmp_path), worker_name=3)
+
+
+def test_dir_name_may_be_bytes_like_every_other_path(tmp_path):
+    exporter = export_protobuf(os.fsencode(tmp_path / "bytes_dir"))
+    assert exporter.dir_name == str(tmp_path / "bytes_dir") and os.path.isdir(exporter.dir_name)
+    with pytest.raises(TypeError, match="dir_name must be a path, not int"):
+        export_chrome_tracing(3)

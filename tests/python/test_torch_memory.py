@@ -199,6 +199,28 @@ def test_a_silent_reporter_left_on_a_thread_steps_aside_without_a_word(pk_torch)
     assert any(e.name == "[memory]" for e in torch_prof.events())
 
 
+def test_disable_on_another_thread_leaves_nothing_in_torch_profilers_way(pk_torch):
+    autograd_profiler = torch.autograd.profiler
+    original = autograd_profiler._enable_profiler
+    pk_torch.enable()
+    prof = profkit.Profiler(profile_memory=True, on_trace_ready=lambda p: None)
+    prof.start()  # the reporter goes onto this thread
+
+    def stop_and_disable():
+        prof.stop()
+        pk_torch.disable()  # on another thread: the reporter stays on this one, silent
+
+    other = threading.Thread(target=stop_and_disable)
+    other.start()
+    other.join()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.profiler.profile(profile_memory=True) as torch_prof:  # was: "already enabled on this thread"
+            torch.empty(1000)
+    assert any(e.name == "[memory]" for e in torch_prof.events())
+    assert autograd_profiler._enable_profiler is original  # the guard took itself away once it was done
+
+
 def test_a_with_block_of_enable_restores_the_earlier_memory_choice(pk_torch):
     pk_torch.enable(profile_memory=False)
     with pk_torch.enable(profile_memory=True):

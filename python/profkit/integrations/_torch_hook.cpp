@@ -288,6 +288,10 @@ PyObject* memory_window(PyObject*, PyObject* arg) {
 
 PyObject* memory_leave_thread(PyObject*, PyObject*) { return PyBool_FromLong(profkit_torch::leave_memory_thread()); }
 
+PyObject* memory_threads_holding(PyObject*, PyObject*) {
+  return PyLong_FromLongLong(profkit_torch::threads_holding_reporter());
+}
+
 // In a child just forked from a process that had the hook installed: drop
 // the torch callbacks without taking g_mutex or profkit's locks (another
 // thread of the parent may have held them at the fork; the child has only
@@ -329,6 +333,9 @@ PyMethodDef kMethods[] = {
     {"memory_leave_thread", memory_leave_thread, METH_NOARGS,
      "memory_leave_thread() -> bool: stop reporting allocations on this thread only (so that torch's own profiler "
      "can start here); True when it was reporting here"},
+    {"memory_threads_holding", memory_threads_holding, METH_NOARGS,
+     "memory_threads_holding() -> int: threads whose debug info holds the allocation reporter now (silent ones "
+     "left by a window closed on another thread included)"},
     {"forget_after_fork", forget_after_fork, METH_NOARGS,
      "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},

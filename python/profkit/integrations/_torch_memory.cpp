@@ -30,6 +30,11 @@ c10::DebugInfoKind profiler_slot() { return c10::DebugInfoKind::PROFILER_STATE; 
 // cost without profkit (one virtual call more where the reporter is pushed).
 std::atomic<bool> g_reporting{false};
 
+// Threads whose debug info holds the reporter now (pushed, not yet popped).
+// A thread that exits holding it is never subtracted: an overcount, never an
+// undercount, is the safe side (see threads_holding_reporter).
+std::atomic<int64_t> g_holders{0};
+
 class MemoryReporter final : public impl::ProfilerStateBase {
  public:
   MemoryReporter() : ProfilerStateBase(impl::ProfilerConfig(impl::ProfilerState::Disabled)) {}
@@ -64,6 +69,7 @@ MemoryWindow open_memory_window() noexcept {
     if (found == ours) return MemoryWindow::kReporting;  // pushed by an earlier window
     if (found != nullptr) return MemoryWindow::kOtherProfiler;
     c10::ThreadLocalDebugInfo::_push(profiler_slot(), shared_reporter());
+    g_holders.fetch_add(1, std::memory_order_relaxed);
     return MemoryWindow::kReporting;
   } catch (const std::exception&) {  // out of memory: report nothing rather than fail the step
     return MemoryWindow::kOtherProfiler;
@@ -77,6 +83,7 @@ bool leave_memory_thread() noexcept {
     // above ours and is still there; ours then stays until a later window
     // finds it.
     c10::ThreadLocalDebugInfo::_pop(profiler_slot());
+    g_holders.fetch_sub(1, std::memory_order_relaxed);
     return g_reporting.load(std::memory_order_relaxed);
   } catch (const std::exception&) {
     return false;
@@ -87,6 +94,8 @@ void close_memory_window() noexcept {
   g_reporting.store(false, std::memory_order_relaxed);
   leave_memory_thread();
 }
+
+int64_t threads_holding_reporter() noexcept { return g_holders.load(std::memory_order_relaxed); }
 
 void forget_memory_after_fork() noexcept { g_reporting.store(false, std::memory_order_relaxed); }
 

@@ -14,6 +14,8 @@
 // the process, shared with the debug-info stacks it sits on.
 #pragma once
 
+#include <cstdint>
+
 namespace profkit_torch {
 
 enum class MemoryWindow {
@@ -36,6 +38,11 @@ void close_memory_window() noexcept;
 // when it was reporting on this thread (a window wants memory) and is off
 // here now. Never throws.
 bool leave_memory_thread() noexcept;
+
+// How many threads hold the reporter in their debug info now: ones a window
+// closed on another thread left it on (silent), and the window's own. A
+// thread that exited holding it still counts.
+int64_t threads_holding_reporter() noexcept;
 
 // In a forked child: stop reporting, touching no lock.
 void forget_memory_after_fork() noexcept;

@@ -13,7 +13,9 @@ off the thread first (with a warning: profkit records no allocations there
 while torch's profiler runs), and one around ``_disable_profiler`` puts it
 back when the window still wants it. The other way round, a window that
 opens while torch's profiler holds the thread records no memory events, and
-says so.
+says so. A window closed on another thread than its own leaves the reporter
+(silent) on its thread; after ``disable()``, a smaller wrapper stays on
+``_enable_profiler`` until no thread holds it.
 
 Thread-safety: called with the GIL held, from the thread that drives the
 Profiler (follow) and from whichever thread starts torch's profiler (the
@@ -81,6 +83,30 @@ class MemoryWindow:
         self._native.memory_window(False)
         while self._restore:
             self._restore.pop()()
+        if self._native.memory_threads_holding() > 0:
+            self._guard_strays()
+
+    def _guard_strays(self) -> None:
+        """Keeps torch's profiler startable where a window closed on another thread left the reporter.
+
+        That reporter is silent, but it holds its thread's slot: torch's
+        profiler would refuse to start there. Until no thread holds it, torch's
+        ``_enable_profiler`` takes it off the calling thread first, then puts
+        itself back.
+        """
+        profiler = getattr(getattr(self._torch, "autograd", None), "profiler", None)
+        enable = getattr(profiler, "_enable_profiler", None)
+        if enable is None:
+            return  # another torch layout: install() wrapped nothing either
+        native = self._native
+
+        def _enable_profiler(*args: Any, **kwargs: Any) -> Any:
+            native.memory_leave_thread()  # silent now: nothing to warn about
+            if native.memory_threads_holding() <= 0:
+                put_back(profiler, "_enable_profiler", _enable_profiler, enable)
+            return enable(*args, **kwargs)
+
+        profiler._enable_profiler = _enable_profiler
 
     def follow(self, wanted: bool) -> None:
         """Reports allocations on this thread while ``wanted`` (a window records memory)."""
