@@ -202,9 +202,12 @@ def summary_data(
 ) -> Dict[str, SummaryTable]:
     """The rows of the summary tables as data: ``{view name: SummaryTable}``
     in view order, with the same arguments (and errors) as :func:`summary_text`.
-    Times are in `time_unit`."""
+    Times are in `time_unit`. When the recording lost events (memory cap,
+    nesting limit, GPU buffers), every table's notes start with a
+    ``"Warning: ..."`` line saying so, as the text does."""
     args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
     document = json.loads(result.summary_json(**args))
+    losses = [f"Warning: {w}" for w in document.get("warnings", [])]
     tables: Dict[str, SummaryTable] = {}
     for t in document["tables"]:
         tables[t["view"]] = SummaryTable(
@@ -215,7 +218,7 @@ def summary_data(
             rows=t["rows"],
             levels=t["levels"],
             nested=t["nested"],
-            notes=t["notes"],
+            notes=losses + t["notes"],
             empty_reason=t["empty_reason"],
             time_unit=document["time_unit"],
         )

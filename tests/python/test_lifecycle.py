@@ -532,6 +532,8 @@ def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_m
     (result,) = windows
     assert result.info["dropped_events"] > 0
     assert result.summary().startswith("Warning: %d events were dropped" % result.info["dropped_events"])
+    for table in result.summary_data().values():
+        assert table.notes[0].startswith("Warning: %d events were dropped" % result.info["dropped_events"])
 
 
 def test_a_cap_below_one_buffer_is_refused_at_start(engine_memory_cap):
