@@ -379,6 +379,9 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
                                     std::to_string(kChromeTraceJsonVersion) + "): upgrade profkit to load it");
   }
   ResultInfo info = info_from(meta, static_cast<uint64_t>(layout));
+  // The host process's lanes; without host events, the one the metadata names
+  // (never a GPU's stream lanes).
+  const uint64_t host_pid = host_pid_.value_or(info.pid);
   const auto labels = meta.fields.find("duration_labels");
   if (labels != meta.fields.end() && labels->second.kind == JsonScalar::Kind::kBool && labels->second.boolean) {
     strip_duration_labels();
@@ -435,7 +438,7 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
     builder_.add_device_event(d);
   }
   for (const ThreadLabel& label : labels_) {
-    if (host_pid_ && label.pid != *host_pid_) continue;  // a GPU's stream lanes
+    if (label.pid != host_pid) continue;  // a GPU's stream lanes
     const uint64_t tid = label.lane >= kCppLaneOffset ? label.lane - kCppLaneOffset : label.lane;
     builder_.set_thread_name(builder_.thread(tid), thread_name_from_lane(label.label, tid));
   }

@@ -215,6 +215,22 @@ TEST(ChromeImport, TiesNestingMemoryOnlyThreadsAndManyEventsSurvive) {
   expect_same_result(*original, *export_and_read(*original, dir.file("ties.trace.json")));
 }
 
+TEST(ChromeImport, GpuWorkWithoutHostEventsMakesNoThreadsOfItsStreams) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 9;
+  info.start_ns = 100;
+  info.end_ns = 900;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t kernel = b.add_string("k");
+  b.add_device_event({200, 300, 0, kernel, 1, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  auto original = b.finish();
+  auto loaded = export_and_read(*original, dir.file("gpu_only.trace.json"));
+  EXPECT_TRUE(loaded->threads.empty());
+  expect_same_result(*original, *loaded);
+}
+
 TEST(ChromeImport, TheCAbiLoadsJsonAndPktraceAlikeAndSummariesAgree) {
   TempDir dir;
   auto original = profkit_test::make_sample_result();
