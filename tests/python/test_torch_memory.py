@@ -229,3 +229,19 @@ def test_a_with_block_of_enable_restores_the_earlier_memory_choice(pk_torch):
     result, _ = in_window(profile_memory=True)  # False again: overrides the Profiler's choice
     assert len(result.memory_events) == 0
     assert pk_torch.is_enabled()
+
+
+def test_a_training_runs_chrome_json_loads_as_the_same_result(pk_torch, tmp_path):
+    pk_torch.enable()
+    prof = train(make_loader(n=16), record_shapes=True, profile_memory=True)
+    live = prof.profiler_result
+    path = tmp_path / "run.trace.json"
+    live.export_chrome_tracing(str(path))
+    loaded = profkit.load_profiler_result(path)
+    assert loaded.info == live.info and loaded.threads == live.threads
+    for field in live.events.dtype.names:
+        assert np.array_equal(loaded.events[field], live.events[field]), field
+    assert [tuple(a) for a in loaded.event_args] == [tuple(a) for a in live.event_args]  # input shapes too
+    assert np.array_equal(loaded.memory_events, live.memory_events) and len(live.memory_events) > 0
+    views = list(SummaryView)
+    assert loaded.summary(views=views, op_detail=True) == live.summary(views=views, op_detail=True)
