@@ -650,13 +650,16 @@ PK_API void pk_summary_options_init(pk_summary_options* options) PK_NOEXCEPT;
  * (if out_length is not NULL) its length without the NUL. On failure
  * *out_text is NULL. An out-of-range option is PK_ERR_INVALID_ARGUMENT with
  * the valid values in pk_last_error(). An empty result gives tables that say
- * so, never an error. */
+ * so, never an error. Since 1.8, a result that lost events (memory cap,
+ * nesting limit, GPU buffers) starts with a "Warning: ..." line per kind of
+ * loss. */
 PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_options* options, char** out_text,
                                         size_t* out_length) PK_NOEXCEPT;
 
 /* The same tables as JSON data, one object per table:
  *   {"format":"profkit-summary","version":1,"time_unit":"ms","total_time":..,
  *    "total_time_source":"ProfileStep"|"recorded span",
+ *    "warnings":[".."],   (since 1.8: what the recording lost; empty if nothing)
  *    "tables":[{"view":"OverView","title":"Overview Summary",
  *               "columns":[..],"kinds":["label","count","time","percent","bytes","id"],
  *               "nested":bool,"levels":[..],"rows":[[label, value, ..], ..],
