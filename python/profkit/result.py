@@ -320,10 +320,11 @@ class ProfilerResult:
     def __repr__(self) -> str:
         info = self.info
         where = f" from {self.path!r}" if self.path else ""
+        lost = info["dropped_events"] + info["overflowed_events"] + info["dropped_device_records"]
         return (
             f"<ProfilerResult{where}: {info['host_event_count']} host events, {info['device_event_count']} GPU "
             f"events, {info['thread_count']} threads, {_format_ns(self.duration_ns)} on {info['hostname']} "
-            f"pid {info['pid']}>"
+            f"pid {info['pid']}" + (f"; {lost} events lost while recording (see .info)" if lost else "") + ">"
         )
 
     def _repr_html_(self) -> str:

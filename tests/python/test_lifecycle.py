@@ -532,6 +532,7 @@ def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_m
     (result,) = windows
     assert result.info["dropped_events"] > 0
     assert result.summary().startswith("Warning: %d events were dropped" % result.info["dropped_events"])
+    assert f"{result.info['dropped_events']} events lost while recording" in repr(result)
     for table in result.summary_data().values():
         assert table.notes[0].startswith("Warning: %d events were dropped" % result.info["dropped_events"])
 
