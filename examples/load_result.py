@@ -2,7 +2,9 @@
 
 load_profiler_result gives the same ProfilerResult as a live run: events as
 a NumPy structured array (or a pandas DataFrame), run metadata, Chrome
-export. From a shell: `profkit info FILE` and `profkit export FILE -o OUT`.
+export. It also reads the .trace.json files profkit writes (the default
+on_trace_ready's), as shown at the end. From a shell: `profkit info FILE`,
+`profkit summary FILE` and `profkit export FILE -o OUT`.
 """
 
 import numpy as np
@@ -31,3 +33,7 @@ except ImportError:
     print("pip install pandas for result.to_pandas()")
 result.export_chrome_tracing("./profiler_log/trainer.trace.json")
 print("timeline: ./profiler_log/trainer.trace.json")
+# The Chrome JSON loads back as the same result (a .pktrace is smaller and loads faster).
+again = profiler.load_profiler_result("./profiler_log/trainer.trace.json")
+assert again.summary() == result.summary()
+print(again.summary(views=[profiler.SummaryView.OperatorView]))

@@ -118,6 +118,7 @@ def test_load_result_example(tmp_path):
     assert len(traces(tmp_path, "trainer_time_*.pktrace")) == 1
     assert steps_of(tmp_path / "profiler_log" / "trainer.trace.json") == [1, 2, 3]
     assert "steps [1, 2, 3]; matmul mean" in out
+    assert "Operator Summary" in out and "matmul  3" in out  # from the .trace.json loaded back
 
 
 def test_engine_demo_example(tmp_path):
