@@ -65,6 +65,19 @@ class NameMap {
   std::vector<uint32_t> ids_;
 };
 
+// "ProfileStep#<number>" on `thread`, with its num_samples argument.
+void add_step_event(ResultBuilder& builder, NameMap& names, const TickConverter& clock, uint32_t thread,
+                    uint64_t start_ticks, uint64_t end_ticks, uint64_t number, uint64_t num_samples) {
+  const uint64_t start = clock.to_ns(start_ticks);
+  const uint64_t end = std::max(start, clock.to_ns(end_ticks));
+  const uint32_t name = builder.add_string("ProfileStep#" + std::to_string(number));
+  builder.add_event(thread, {start, end, name, PK_EVENT_PROFILE_STEP, 0, 0});
+  if (num_samples > 0) {
+    static const uint32_t key = NameTable::instance().intern("num_samples");
+    builder.add_arg(thread, start, 0, names(key), PK_ARG_INT, static_cast<int64_t>(num_samples));
+  }
+}
+
 // Turns one thread's raw records into builder entries.
 class RecordConverter {
  public:
@@ -128,14 +141,7 @@ class RecordConverter {
 
  private:
   void add_step(const RawRecord& step, const RawRecord& more) {
-    const uint64_t start = clock_.to_ns(step.a);
-    const uint64_t end = std::max(start, clock_.to_ns(step.b));
-    const uint32_t name = builder_.add_string("ProfileStep#" + std::to_string(more.a));
-    builder_.add_event(thread_, {start, end, name, PK_EVENT_PROFILE_STEP, 0, 0});
-    if (more.b > 0) {
-      static const uint32_t key = NameTable::instance().intern("num_samples");
-      builder_.add_arg(thread_, start, 0, names_(key), PK_ARG_INT, static_cast<int64_t>(more.b));
-    }
+    add_step_event(builder_, names_, clock_, thread_, step.a, step.b, more.a, more.b);
   }
 
   ResultBuilder& builder_;
@@ -231,7 +237,9 @@ void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
       {step_start_ticks_, now_ticks, 0, PK_EVENT_PROFILE_STEP, 0, RecordKind::kStep},
       {step_number_, num_samples, 0, 0, 0, RecordKind::kStepMore},
   };
-  tb->append_group(step, 2);
+  if (!tb->try_append_group(step, 2)) {
+    capped_steps_.push_back({tb->tid(), tb->name(), step_start_ticks_, now_ticks, step_number_, num_samples});
+  }
 }
 
 void Recorder::step_end(uint64_t num_samples) {
@@ -349,6 +357,12 @@ std::unique_ptr<Result> Recorder::collect() {
     }
     return finished;
   });
+  for (const CappedStep& step : capped_steps_) {
+    const uint32_t thread = builder.thread(step.tid);
+    if (!step.thread_name.empty()) builder.set_thread_name(thread, step.thread_name);
+    add_step_event(builder, names, clock, thread, step.start_ticks, step.end_ticks, step.number, step.num_samples);
+  }
+  capped_steps_.clear();
   if (!keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
   if (source_ != nullptr) source_->contribute(builder);
   for (const auto& kv : metadata_) builder.add_metadata(kv.first, kv.second);

@@ -77,6 +77,20 @@ class Recorder {
   uint64_t step_start_ticks_ = 0;
   uint32_t step_window_ = 0;
 
+  // Steps that ended when their thread's buffer could get no memory (the
+  // cap): kept here instead, so that a capped window still has its
+  // ProfileStep markers and its step-time denominator (one per step, few).
+  // Emptied by collect.
+  struct CappedStep {
+    uint64_t tid;
+    std::string thread_name;
+    uint64_t start_ticks;
+    uint64_t end_ticks;
+    uint64_t number;
+    uint64_t num_samples;
+  };
+  std::vector<CappedStep> capped_steps_;
+
   int32_t rank_ = -1;
   int32_t world_size_ = -1;
   std::vector<std::pair<std::string, std::string>> metadata_;

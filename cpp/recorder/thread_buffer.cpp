@@ -93,15 +93,13 @@ bool ThreadBuffer::next_chunk(uint32_t needed) noexcept {
   return true;
 }
 
-void ThreadBuffer::append_group(const RawRecord* records, uint32_t n) noexcept {
-  if (capacity_ - count_ < n && !next_chunk(n)) {
-    dropped_events.add();
-    return;
-  }
+bool ThreadBuffer::try_append_group(const RawRecord* records, uint32_t n) noexcept {
+  if (capacity_ - count_ < n && !next_chunk(n)) return false;
   for (uint32_t i = 0; i < n; ++i) records_[count_ + i] = records[i];
   count_ += n;
   chunk_->committed.store(count_, std::memory_order_release);
   recorded_events.add();
+  return true;
 }
 
 bool ThreadBuffer::innermost_open(uint32_t window, uint64_t* start, uint8_t* index) const noexcept {

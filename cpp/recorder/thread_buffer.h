@@ -173,8 +173,13 @@ class alignas(64) ThreadBuffer {
     recorded_events.add();
   }
 
-  // Writes `n` records that must be collected together (all or none).
-  void append_group(const RawRecord* records, uint32_t n) noexcept;
+  // Writes `n` records that must be collected together (all or none); false,
+  // counting nothing, when no buffer can be had (the memory cap).
+  bool try_append_group(const RawRecord* records, uint32_t n) noexcept;
+  // try_append_group, counting a group that found no room as dropped.
+  void append_group(const RawRecord* records, uint32_t n) noexcept {
+    if (!try_append_group(records, n)) dropped_events.add();
+  }
 
   // The innermost open event's start ticks and stack index, for attaching an
   // argument. False when no event is open (or it was not stored).

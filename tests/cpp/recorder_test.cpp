@@ -221,6 +221,58 @@ TEST_F(RecorderTest, MemoryCapDropsAndCountsEvents) {
   EXPECT_EQ(kept + info.dropped_events, static_cast<uint64_t>(kEvents));
 }
 
+TEST_F(RecorderTest, StepsPastTheMemoryCapAreKeptAndNotCountedAsDropped) {
+  pk_counters counters{};
+  counters.struct_size = sizeof counters;
+  ASSERT_EQ(pk_get_counters(&counters), PK_OK);
+  ASSERT_EQ(pk_set_memory_cap(counters.memory_used + 256 * 1024), PK_OK);  // one more buffer
+  const pk_name_id name = pk_intern("capped");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  constexpr int kEventsPerStep = 20000;  // two steps overflow one 256 KiB buffer
+  std::thread([&] {
+    pk_set_thread_name("trainer");
+    ASSERT_EQ(pk_step_begin(5), PK_OK);
+    for (int step = 0; step < 3; ++step) {
+      for (int i = 0; i < kEventsPerStep; ++i) {
+        pk_begin_event(name, PK_EVENT_OPERATOR);
+        pk_end_event();
+      }
+      ASSERT_EQ(pk_step(8), PK_OK);
+    }
+    ASSERT_EQ(pk_step_end(8), PK_OK);
+  }).join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const pk_result_info info = info_of(r.get());
+  std::vector<std::string> steps;
+  uint64_t operators = 0;
+  size_t n = 0;
+  const pk_host_event* events = pk_result_host_events(r.get(), &n);
+  for (size_t i = 0; i < n; ++i) {
+    if (events[i].type == PK_EVENT_PROFILE_STEP) steps.push_back(pk_result_string(r.get(), events[i].name));
+    if (events[i].type == PK_EVENT_OPERATOR) ++operators;
+  }
+  EXPECT_GT(info.dropped_events, 0u);
+  EXPECT_EQ(steps, (std::vector<std::string>{"ProfileStep#5", "ProfileStep#6", "ProfileStep#7", "ProfileStep#8"}));
+  EXPECT_EQ(operators + info.dropped_events, 3u * kEventsPerStep);  // steps are neither kept events nor drops
+  // Each kept step has its samples and sits on the thread that drove it.
+  size_t args = 0;
+  const pk_event_arg* arg = pk_result_event_args(r.get(), &args);
+  size_t samples = 0;
+  for (size_t i = 0; i < args; ++i) {
+    samples += std::string(pk_result_string(r.get(), arg[i].key)) == "num_samples" && arg[i].value == 8;
+  }
+  EXPECT_EQ(samples, 4u);
+  bool named = false;
+  for (size_t t = 0; t < pk_result_thread_count(r.get()); ++t) {
+    pk_thread_info thread{};
+    thread.struct_size = sizeof thread;
+    ASSERT_EQ(pk_result_get_thread(r.get(), t, &thread), PK_OK);
+    named |= std::string(thread.name) == "trainer";
+  }
+  EXPECT_TRUE(named);
+}
+
 TEST_F(RecorderTest, StepsBecomeProfileStepEventsWithSamples) {
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
   ASSERT_EQ(pk_step_begin(7), PK_OK);

@@ -325,7 +325,8 @@ PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 
 /* Caps the memory that recorded events may use (bytes; default 1 GiB, at least
  * one buffer chunk per recording thread). Past it events are dropped and
- * counted. Thread-safe; takes effect for the next buffer a thread needs. */
+ * counted; steps (ProfileStep) are kept (since 1.8). Thread-safe; takes
+ * effect for the next buffer a thread needs. */
 PK_API pk_status pk_set_memory_cap(uint64_t bytes) PK_NOEXCEPT;
 PK_API uint64_t pk_get_memory_cap(void) PK_NOEXCEPT;
 
