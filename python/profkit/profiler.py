@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
 from . import _C, _lifecycle, _rank, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
-from ._warnings import ProfilerWarning
+from ._warnings import ProfilerWarning, warn_at_caller
 from .export_callbacks import export_chrome_tracing
 from .result import ProfilerResult
 from .scheduler import Scheduler, SchedulerArg, predictable, scheduler_from_argument, steady_until
@@ -479,11 +479,7 @@ class Profiler:
         self._windows += 1
         lost = _losses(self._result.info)
         if lost:
-            warnings.warn(
-                f"profkit: this recording window lost events: {lost}. Its summary and trace files lack them.",
-                ProfilerWarning,
-                stacklevel=3,
-            )
+            warn_at_caller(f"profkit: this recording window lost events: {lost}. Its summary and trace files lack them.")
         if improper:
             info = self._result.info
             steps = (

@@ -521,7 +521,7 @@ def engine_memory_cap():
 
 def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_memory_cap):
     windows = []
-    with pytest.warns(ProfilerWarning, match=r"lost events: \d+ past the engine's memory cap .*memory_cap="):
+    with pytest.warns(ProfilerWarning, match=r"lost events: \d+ past the engine's memory cap .*memory_cap=") as caught:
         with Profiler(on_trace_ready=lambda p: windows.append(p.profiler_result), memory_cap=256 << 10) as p:
             assert _C.get_memory_cap() == 256 << 10  # set at start: one record buffer, ~10 k events
             for _ in range(3):
@@ -529,6 +529,7 @@ def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_m
                     with RecordEvent("tiny"):
                         pass
                 p.step()
+    assert {w.filename for w in caught if "lost events" in str(w.message)} == {__file__}  # the user's line
     (result,) = windows
     assert result.info["dropped_events"] > 0
     assert result.summary().startswith("Warning: %d events were dropped" % result.info["dropped_events"])
