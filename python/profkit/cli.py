@@ -2,6 +2,7 @@
 
     profkit info FILE.pktrace                  run facts, events per type, span, dropped counts
     profkit export FILE.pktrace [-o OUT.trace.json] [--label-durations] [--no-flows]
+    profkit export FILE.trace.json [-o OUT.pktrace]   a profkit Chrome trace as a compact .pktrace
     profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView ...]
     profkit summary --ranks [NAME=]FILE.pktrace ...   the ranks of a distributed job side by side
     profkit merge [NAME=]FILE ... -o OUT.trace.json    one timeline from several processes' traces
@@ -20,6 +21,7 @@ import warnings
 from typing import List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
+from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
 
 __all__ = ["main"]
 
@@ -45,9 +47,16 @@ def _build_parser() -> argparse.ArgumentParser:
     info.add_argument("file", help="a .pktrace file (or a .trace.json profkit wrote)")
     info.add_argument("--json", action="store_true", help="print the facts as JSON")
 
-    export = commands.add_parser("export", help="write a .pktrace file as Chrome trace JSON")
+    export = commands.add_parser(
+        "export", help="write a .pktrace file as Chrome trace JSON, or a profkit .trace.json as a .pktrace"
+    )
     export.add_argument("file", help="a .pktrace file (or a .trace.json profkit wrote)")
-    export.add_argument("-o", "--output", help="the .trace.json to write (default: FILE with .trace.json)")
+    export.add_argument(
+        "-o",
+        "--output",
+        help="the file to write: a .pktrace output is the compact format, anything else Chrome JSON "
+        "(default: FILE as .trace.json, or a .trace.json FILE as .pktrace)",
+    )
     export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
     export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
 
@@ -122,15 +131,25 @@ def _info(args: argparse.Namespace) -> None:
 
 
 def _default_output(path: str) -> str:
-    stem = path[: -len(".pktrace")] if path.endswith(".pktrace") else path
-    return stem + ".trace.json"
+    """x.pktrace -> x.trace.json; x.trace.json (or x.json) -> x.pktrace; anything else gets .trace.json."""
+    for json_suffix in (CHROME_SUFFIX, ".json"):
+        if path.endswith(json_suffix):
+            return path[: -len(json_suffix)] + PKTRACE_SUFFIX
+    stem = path[: -len(PKTRACE_SUFFIX)] if path.endswith(PKTRACE_SUFFIX) else path
+    return stem + CHROME_SUFFIX
 
 
 def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    result = load_profiler_result(args.file)
     output = args.output or _default_output(args.file)
+    if output.endswith(PKTRACE_SUFFIX) and (args.label_durations or args.no_flows):
+        raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
+    result = load_profiler_result(args.file)
+    if output.endswith(PKTRACE_SUFFIX):
+        result.save(output)
+        print(f"wrote {output} ({len(result)} host events); `profkit summary {output}` or load_profiler_result")
+        return
     result.export_chrome_tracing(output, label_durations=args.label_durations, include_flows=not args.no_flows)
     print(f"wrote {output} ({len(result)} host events); open it in https://ui.perfetto.dev or chrome://tracing")
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from profkit import Profiler, RecordEvent, TracerEventType, cli, export_protobuf
+from profkit import Profiler, RecordEvent, TracerEventType, cli, export_protobuf, load_profiler_result
 
 
 @pytest.fixture
@@ -66,6 +66,19 @@ def test_export_default_output_name_and_options(trace, capsys):
     with open(default, encoding="utf-8") as f:
         names = [e["name"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     assert all("[" in n for n in names)
+
+
+def test_export_converts_a_profkit_json_to_a_pktrace_and_back(trace, tmp_path):
+    json_path = tmp_path / "run.trace.json"
+    assert run("export", trace, "-o", str(json_path))[0] == 0
+    code, stdout, err = run("export", str(json_path))  # default: the same stem as .pktrace
+    compact = tmp_path / "run.pktrace"
+    assert code == 0 and err == "" and str(compact) in stdout
+    original = load_profiler_result(trace)
+    converted = load_profiler_result(compact)
+    assert converted.info == original.info and converted.summary() == original.summary()
+    status, _, err = run("export", str(json_path), "-o", str(tmp_path / "x.pktrace"), "--label-durations")
+    assert status == 2 and "shape Chrome JSON" in err
 
 
 @pytest.mark.parametrize(
