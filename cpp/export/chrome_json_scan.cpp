@@ -89,9 +89,6 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
         return Role::kSkip;
       case Role::kDevices:
         return is_object ? Role::kDevice : Role::kSkip;
-      case Role::kMergedFrom:
-        ++profkit_.merged_sources;
-        return Role::kSkip;
       default:
         return Role::kSkip;
     }
@@ -102,6 +99,8 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
     if (!stack_.empty() && stack_.back() == Role::kEvents && !is_object) {
       return fail("\"traceEvents\" holds an array where an event object belongs");
     }
+    // An element of "merged_from" names one merged trace.
+    if (!stack_.empty() && stack_.back() == Role::kMergedFrom) ++profkit_.merged_sources;
     const Role role = child_role(is_object);
     switch (role) {
       case Role::kEvent:

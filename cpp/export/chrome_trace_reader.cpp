@@ -174,6 +174,7 @@ class ChromeTraceLoader {
     // Nesting on this thread as the file lists it (enclosing first): the
     // depth that orders events with equal start and end, and pairs each
     // argument with its event.
+    if (thread >= open_ends_.size()) open_ends_.resize(thread + 1);
     std::vector<uint64_t>& open_ends = open_ends_[thread];
     while (!open_ends.empty() && open_ends.back() < end) open_ends.pop_back();
     const uint8_t depth = static_cast<uint8_t>(std::min<size_t>(open_ends.size(), 254));
@@ -289,8 +290,8 @@ class ChromeTraceLoader {
   std::string path_;
   ResultBuilder builder_;
   std::unordered_map<std::string, uint32_t> string_ids_;
-  std::unordered_map<std::string_view, uint32_t> type_by_name_;    // "Operator" -> PK_EVENT_OPERATOR
-  std::unordered_map<uint32_t, std::vector<uint64_t>> open_ends_;  // per thread handle
+  std::unordered_map<std::string_view, uint32_t> type_by_name_;  // "Operator" -> PK_EVENT_OPERATOR
+  std::vector<std::vector<uint64_t>> open_ends_;                 // by thread handle (dense, from 0)
   std::vector<PendingHost> hosts_;
   std::vector<PendingArg> args_;
   std::vector<pk_memory_event> memory_;
@@ -389,17 +390,17 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
   const int64_t base = meta_int(meta, "base_ns", true);
 
   // The counts the writer recorded: anything else means a cut or edited file.
-  auto check_count = [&](const char* key, size_t found, bool required) {
+  auto check_count = [&](const char* key, const char* what, size_t found, bool required) {
     if (!required && !meta.fields.count(key)) return;
     const int64_t expected = meta_int(meta, key, true);
     if (expected < 0 || static_cast<uint64_t>(expected) != found) {
-      fail_file("it holds " + std::to_string(found) + " " + std::string(key).substr(0, std::strlen(key) - 6) +
-                "s but its metadata says " + std::to_string(expected) + ": the file was cut short or edited");
+      fail_file("it holds " + std::to_string(found) + " " + what + " but its metadata says " +
+                std::to_string(expected) + ": the file was cut short or edited");
     }
   };
-  check_count("host_event_count", hosts_.size(), true);
-  check_count("device_event_count", devices_.size(), true);
-  check_count("memory_event_count", memory_.size(), layout >= 2);
+  check_count("host_event_count", "host events", hosts_.size(), true);
+  check_count("device_event_count", "device events", devices_.size(), true);
+  check_count("memory_event_count", "memory events", memory_.size(), layout >= 2);
 
   // Engine-clock ns from a time relative to the base, in range or refused.
   auto absolute = [&](uint64_t relative) {
