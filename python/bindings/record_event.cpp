@@ -249,6 +249,27 @@ PyObject* get_is_open(PyObject* self, void*) {
   return PyBool_FromLong(reinterpret_cast<RecordEventObject*>(self)->open);
 }
 
+// RecordEvent(name)(function), i.e. `@RecordEvent(name)` on a function, as
+// paddle.profiler's RecordEvent (a ContextDecorator) allows. The wrapper is
+// built in Python (profkit._record_event_decorator): it is not on a hot path,
+// and functools.wraps is the behaviour users expect of a decorator.
+PyObject* record_event_call(PyObject* obj, PyObject* args, PyObject* kwargs) {
+  RecordEventObject* self = reinterpret_cast<RecordEventObject*>(obj);
+  if ((kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) || PyTuple_GET_SIZE(args) != 1) {
+    PyErr_Format(PyExc_TypeError,
+                 "RecordEvent %R called: as a decorator it takes the function to wrap, and only that (use it "
+                 "as `@RecordEvent(name)` on a def, or as `with RecordEvent(name):`)",
+                 self->name);
+    return nullptr;
+  }
+  PyObject* module = PyImport_ImportModule("profkit._record_event_decorator");
+  if (module == nullptr) return nullptr;
+  PyObject* result = PyObject_CallMethod(module, "decorate", "OiO", self->name, static_cast<int>(self->type),
+                                         PyTuple_GET_ITEM(args, 0));
+  Py_DECREF(module);
+  return result;
+}
+
 PyObject* record_event_repr(PyObject* obj) {
   RecordEventObject* self = reinterpret_cast<RecordEventObject*>(obj);
   return PyUnicode_FromFormat("RecordEvent(%R, event_type=%s)%s", self->name,
@@ -442,8 +463,9 @@ constexpr const char* kDoc =
     "RecordEvent(name, event_type=TracerEventType.PythonUserDefined)\n"
     "--\n\n"
     "A named range of the user's code, recorded on the calling thread.\n\n"
-    "Use it as a context manager (``with RecordEvent(\"load\"):``) or call\n"
-    "``begin()`` and ``end()``. Outside a recording window both are no-ops that\n"
+    "Use it as a context manager (``with RecordEvent(\"load\"):``), call\n"
+    "``begin()`` and ``end()``, or decorate a function (``@RecordEvent(\"load\")``:\n"
+    "each call is a range). Outside a recording window they are no-ops that\n"
     "cost tens of nanoseconds. Ranges nest; each thread keeps its own nesting.\n\n"
     "One object marks one range at a time: ``begin()`` twice without ``end()``,\n"
     "``end()`` without ``begin()``, or ``end()`` on another thread raise\n"
@@ -465,6 +487,7 @@ void bind_record_event(py::module_& m) {
   RecordEventType.tp_vectorcall = record_event_vectorcall;
   RecordEventType.tp_dealloc = record_event_dealloc;
   RecordEventType.tp_repr = record_event_repr;
+  RecordEventType.tp_call = record_event_call;
   RecordEventType.tp_methods = record_event_methods;
   RecordEventType.tp_getset = record_event_getset;
   if (PyType_Ready(&RecordEventType) < 0) throw py::error_already_set();

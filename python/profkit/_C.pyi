@@ -7,9 +7,11 @@ engine's message.
 """
 
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 from ._enums import TracerEventType
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # ---- version ----------------------------------------------------------------
 def api_version() -> int:
@@ -132,3 +134,4 @@ class RecordEvent:
         exc_value: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> bool: ...
+    def __call__(self, function: _F) -> _F: ...

@@ -3,7 +3,7 @@
     profkit info FILE.pktrace                  run facts, events per type, span, dropped counts
     profkit export FILE.pktrace [-o OUT.trace.json] [--label-durations] [--no-flows]
     profkit export FILE.trace.json [-o OUT.pktrace]   a profkit Chrome trace as a compact .pktrace
-    profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView ...]
+    profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView,ModelView] [--json]
     profkit summary --ranks [NAME=]FILE.pktrace ...   the ranks of a distributed job side by side
     profkit merge [NAME=]FILE ... -o OUT.trace.json    one timeline from several processes' traces
 
@@ -35,6 +35,26 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see 'profkit --help')")
 
 
+def _view_names(text: str) -> List[str]:
+    """``--views OverView,ModelView``: one option value may name several tables."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = [v.name for v in SummaryView]
+    for name in names or [text]:
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"unknown view {name!r} (choose from {', '.join(known)})")
+    return names
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -55,7 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         help="the file to write: a .pktrace output is the compact format, anything else Chrome JSON "
-        "(default: FILE as .trace.json, or a .trace.json FILE as .pktrace)",
+        "(default: FILE as .trace.json, or a .trace.json FILE as .pktrace); an existing file is replaced",
     )
     export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
     export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
@@ -65,13 +85,21 @@ def _build_parser() -> argparse.ArgumentParser:
     summary.add_argument(
         "--ranks", action="store_true", help="compare ranks: step time, computation, communication, overlap per rank"
     )
-    summary.add_argument("--json", action="store_true", help="with --ranks: print the figures as JSON")
+    summary.add_argument(
+        "--json", action="store_true", help="print the tables' rows (with --ranks: the per-rank figures) as JSON"
+    )
     summary.add_argument("--sorted-by", default="CPUTotal", choices=[k.name for k in SortedKeys])
     summary.add_argument("--time-unit", default="ms", choices=["s", "ms", "us", "ns"])
-    summary.add_argument("--views", nargs="+", choices=[v.name for v in SummaryView], help="tables to print")
+    summary.add_argument(
+        "--views",
+        action="append",
+        type=_view_names,
+        metavar="VIEW[,VIEW...]",
+        help="tables to print, comma-separated or repeated: " + ", ".join(v.name for v in SummaryView),
+    )
     summary.add_argument("--no-op-detail", action="store_true", help="leave out operators' inner events")
     summary.add_argument("--thread-sep", action="store_true", help="split the operator table by thread")
-    summary.add_argument("--row-limit", type=int, help="rows per table")
+    summary.add_argument("--row-limit", type=_positive_int, metavar="N", help="at most N rows per table")
 
     merge = commands.add_parser("merge", help="merge several processes' traces into one Chrome trace timeline")
     merge.add_argument(
@@ -163,17 +191,16 @@ def _summary(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
     result = load_profiler_result(args.files[0])
-    views = [SummaryView[v] for v in args.views] if args.views else None
-    print(
-        result.summary(
-            sorted_by=SortedKeys[args.sorted_by],
-            op_detail=not args.no_op_detail,
-            thread_sep=args.thread_sep,
-            time_unit=args.time_unit,
-            views=views,
-            row_limit=args.row_limit,
-        )
+    views = [SummaryView[v] for values in args.views for v in values] if args.views else None
+    options = dict(
+        sorted_by=SortedKeys[args.sorted_by],
+        op_detail=not args.no_op_detail,
+        thread_sep=args.thread_sep,
+        time_unit=args.time_unit,
+        views=views,
+        row_limit=args.row_limit,
     )
+    print(result.summary_json(**options) if args.json else result.summary(**options))
 
 
 def _summary_ranks(args: argparse.Namespace) -> None:

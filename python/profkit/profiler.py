@@ -23,8 +23,10 @@ Thread-safety: drive a Profiler from one thread (the training loop's);
 RecordEvent and dataloader ranges may come from any thread.
 """
 
+import functools
 import operator
 import warnings
+import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
 from . import _C, _lifecycle, _rank, _window_listeners
@@ -42,8 +44,47 @@ DEFAULT_LOG_DIR = "./profiler_log/"
 
 _CLOSED = ProfilerState.CLOSED
 
-# The Profiler that drives the engine now (timer-only ones do not).
-_active: Optional["Profiler"] = None
+# The engine's least memory cap: one record buffer (pk_set_memory_cap refuses
+# less; a test holds the two together).
+MIN_MEMORY_CAP = 256 * 1024
+
+# The Profiler that drives the engine now (timer-only ones do not), held
+# weakly: a started Profiler that the program dropped without stop() (a
+# training error outside a `with` block, a notebook cell run again) closes
+# the engine when it is collected instead of blocking every later Profiler
+# for the life of the process.
+_active_ref: Optional["weakref.ReferenceType[Profiler]"] = None
+
+
+def _active_profiler() -> Optional["Profiler"]:
+    """The started Profiler that drives the engine now, if any."""
+    ref = _active_ref
+    return ref() if ref is not None else None
+
+
+def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Profiler]") -> None:
+    """Weakref callback: a started Profiler was garbage-collected without stop()."""
+    global _active_ref
+    if _active_ref is not ref:
+        return
+    _active_ref = None
+    try:
+        _window_listeners.notify(None, _CLOSED)  # type: ignore[arg-type]
+        _C.set_state(_CLOSED.value)
+        _C.set_gpu_tracing(False)
+        if memory_cap_before is not None:
+            _C.set_memory_cap(memory_cap_before)
+        _C.collect()  # what it recorded has no one to go to; the next Profiler starts clean
+    except Exception:  # pragma: no cover - interpreter shutdown: the engine goes with the process
+        return
+    warnings.warn(
+        "profkit: a started Profiler was garbage-collected without stop(); its recording window was discarded "
+        "and profiling stopped. Call stop(), or use `with Profiler(...) as prof:`.",
+        ProfilerWarning,
+        stacklevel=2,
+    )
+
+
 # GPU-unavailable warnings are given once per process.
 _gpu_warning_given = False
 
@@ -80,6 +121,7 @@ def _resolve_targets(targets: Optional[Iterable[ProfilerTarget]]) -> Set[Profile
     if ProfilerTarget.GPU in resolved and not gpu_ok:
         _warn_gpu_unavailable(reason)
         resolved.discard(ProfilerTarget.GPU)
+    resolved.add(ProfilerTarget.CPU)  # the host is always profiled
     return resolved
 
 
@@ -145,9 +187,10 @@ class Profiler:
             so when set.
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
             is longer (default 10, as paddle.profiler).
-        memory_cap: bytes the engine may use for recorded events (None: the
-            engine's, 1 GiB by default), set at ``start()``. Past it events
-            are dropped and counted, and the window that lost them warns.
+        memory_cap: bytes the engine may use for recorded events, at least
+            MIN_MEMORY_CAP (None: the engine's, 1 GiB by default); in force
+            from ``start()`` to ``stop()``. Past it events are dropped and
+            counted, and the window that lost them warns.
     """
 
     def __init__(
@@ -189,7 +232,10 @@ class Profiler:
         self.current_state = _CLOSED
         self.previous_state = _CLOSED
         self._timer = StepTimer(_whole_number("benchmark_warmup_steps", benchmark_warmup_steps, minimum=0))
-        self.memory_cap = None if memory_cap is None else _whole_number("memory_cap", memory_cap, minimum=1)
+        self.memory_cap = (
+            None if memory_cap is None else _whole_number("memory_cap", memory_cap, minimum=MIN_MEMORY_CAP)
+        )
+        self._memory_cap_before: Optional[int] = None  # the engine's cap, to put back at stop()
         self._result: Optional[ProfilerResult] = None
         self._perf_summary: Optional[PerfSummary] = None
         self._started = False
@@ -228,16 +274,18 @@ class Profiler:
             RuntimeError: this Profiler is already started, or another one
                 is recording (one Profiler drives the engine at a time).
         """
-        global _active
+        global _active_ref
         if self._started:
             raise RuntimeError("Profiler.start(): this Profiler is already started; call stop() first")
         if self.timer_only:
             self._begin_run(_CLOSED)
             return
-        if _active is not None:
+        active = _active_profiler()
+        if active is not None:
             raise RuntimeError(
-                f"Profiler.start(): another Profiler is active ({_active!r}); stop it before starting this one "
-                "(profkit records one profiling session per process at a time)"
+                f"Profiler.start(): another Profiler is active ({active!r}); stop it before starting this one "
+                "(profkit records one profiling session per process at a time; "
+                "profkit.Profiler.active() returns it, so profkit.Profiler.active().stop() stops it)"
             )
         engine_state = _C.get_state()
         if engine_state != _CLOSED.value:
@@ -246,7 +294,8 @@ class Profiler:
                 "something else (a framework hook or direct _C calls) is driving it"
             )
         first = self._scheduled_state(0)
-        _active = self
+        self._memory_cap_before = _C.get_memory_cap() if self.memory_cap is not None else None
+        _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
         try:
             _rank.apply_rank()  # rank and world size into every Result and file name
             if self.memory_cap is not None:
@@ -258,9 +307,10 @@ class Profiler:
                 self._set_engine_state(first)
             _C.step_begin(0)
         except BaseException:
-            _active = None
+            _active_ref = None
             self._set_engine_state(_CLOSED)
             self._set_gpu_tracing(False)
+            self._restore_memory_cap()
             raise
         self._begin_run(first)
 
@@ -339,9 +389,13 @@ class Profiler:
         Prints the Perf Summary of the run (benchmark mode). Stopping a
         Profiler that is not started does nothing.
         """
-        global _active
+        global _active_ref
         if not self._started:
             return
+        # From on_trace_ready, the window that step() opened right after
+        # collecting holds no step (only the callback's own time): closed and
+        # dropped, never delivered from inside the callback.
+        from_callback = self._in_callback
         self._started = False
         self._steady_until = 0
         self._timer.stop()
@@ -358,12 +412,13 @@ class Profiler:
                 pass  # no step is open (stop() from on_trace_ready, between two steps)
             result = self._apply(transition)
         finally:
-            _active = None
+            _active_ref = None
             self._set_gpu_tracing(False)
+            self._restore_memory_cap()
             self.previous_state = self.current_state
             self.current_state = _CLOSED
         self._print_perf_summary()
-        if result is not None:
+        if result is not None and not from_callback:
             self._deliver(result, improper=False)
         elif self._windows == 0:
             warnings.warn(
@@ -500,6 +555,21 @@ class Profiler:
                 self.on_trace_ready(self)
             finally:
                 self._in_callback = False
+
+    def _restore_memory_cap(self) -> None:
+        if self._memory_cap_before is not None:
+            _C.set_memory_cap(self._memory_cap_before)
+            self._memory_cap_before = None
+
+    @staticmethod
+    def active() -> Optional["Profiler"]:
+        """The started Profiler that drives the engine now (None if none).
+
+        One Profiler records at a time; when a script lost its handle to a
+        started one (an exception outside a ``with`` block in a notebook),
+        ``Profiler.active().stop()`` stops it and delivers its window.
+        """
+        return _active_profiler()
 
     def _set_gpu_tracing(self, enabled: bool) -> None:
         """Turns the engine's GPU tracing on or off (off always succeeds)."""

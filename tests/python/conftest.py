@@ -14,7 +14,7 @@ def clean_engine():
     _C.set_state(0)
     _C.collect()
     yield
-    profiler_module._active = None  # a test that failed mid-run leaves no Profiler behind
+    profiler_module._active_ref = None  # a test that failed mid-run leaves no Profiler behind
     _C.set_state(0)
     _C.collect()
 

@@ -119,3 +119,36 @@ def test_console_script(trace):
         pytest.skip("the profkit console script is not installed next to this interpreter")
     done = subprocess.run([script, "info", trace], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "ProfileStep" in done.stdout
+
+
+def test_summary_views_comma_separated_or_repeated_before_or_after_the_file(trace, capsys):
+    assert cli.main(["summary", "--views", "OverView,ModelView", trace]) == 0
+    text = capsys.readouterr().out
+    assert "Overview Summary" in text and "Model Summary" in text and "Operator Summary" not in text
+    assert cli.main(["summary", trace, "--views", "ModelView", "--views", "UDFView"]) == 0
+    text = capsys.readouterr().out
+    assert "Model Summary" in text and "UserDefined Summary" in text and "Overview Summary" not in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--views", "Nope"], "unknown view 'Nope'"),
+        (["--row-limit", "0"], "must be a positive whole number, got '0'"),
+        (["--row-limit", "-3"], "must be a positive whole number"),
+        (["--row-limit", "x"], "must be a positive whole number"),
+    ],
+)
+def test_summary_bad_options_are_command_line_errors(trace, args, message):
+    status, out, err = run("summary", trace, *args)
+    assert status == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_summary_json_prints_the_tables_rows(trace, capsys):
+    assert cli.main(["summary", trace, "--json", "--views", "ModelView", "--time-unit", "us"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["time_unit"] == "us"
+    (table,) = document["tables"]
+    assert table["view"] == "ModelView"
+    forward = [row for row in table["rows"] if row[0] == "Forward"]
+    assert forward and forward[0][1] == 2  # two Forward ranges, one per step

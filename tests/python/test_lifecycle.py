@@ -280,6 +280,36 @@ def test_second_active_profiler_raises_and_the_first_keeps_working():
     second.stop()
 
 
+def test_a_dropped_started_profiler_frees_the_engine_with_a_warning():
+    import gc
+
+    prof = Profiler(on_trace_ready=Windows())
+    prof.start()
+    with RecordEvent("lost with its Profiler"):
+        pass
+    assert Profiler.active() is prof
+    with pytest.warns(ProfilerWarning, match="garbage-collected without stop.*discarded"):
+        del prof  # a training error outside `with`, then the name rebound
+        gc.collect()
+    assert Profiler.active() is None and _C.get_state() == 0
+    windows = Windows()
+    with Profiler(on_trace_ready=windows) as fresh:  # not blocked, and nothing of the old window leaks in
+        fresh.step()
+    assert windows.steps == [[0, 1]]
+    assert "lost with its Profiler" not in set(windows.results[0].events["name"])
+
+
+def test_the_active_profiler_can_be_stopped_through_the_class():
+    windows = Windows()
+    assert Profiler.active() is None
+    first = Profiler(on_trace_ready=windows)
+    first.start()
+    with pytest.raises(RuntimeError, match=r"Profiler.active\(\).stop\(\) stops it"):
+        Profiler(on_trace_ready=Windows()).start()
+    Profiler.active().stop()  # delivers its window
+    assert windows.steps == [[0]] and Profiler.active() is None
+
+
 def test_timer_only_profilers_do_not_take_the_engine(capsys):
     with Profiler(timer_only=True) as timer:
         with Profiler(on_trace_ready=Windows()) as recording:
@@ -473,6 +503,8 @@ def test_gpu_requested_but_unavailable_warns_once_per_process(fresh_gpu_warning,
         Profiler(targets=[ProfilerTarget.GPU])
     assert len(record) == 1
     assert p.targets == {ProfilerTarget.CPU}
+    assert Profiler(targets=[ProfilerTarget.GPU]).targets == {ProfilerTarget.CPU}  # the CPU is always profiled
+    assert Profiler(targets=[]).targets == {ProfilerTarget.CPU}
     with p:  # CPU profiling goes on
         p.step()
     assert p.profiler_result.steps == [0, 1]
@@ -497,12 +529,13 @@ def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
         if len(windows) == 1:
             with pytest.raises(RuntimeError, match="called from on_trace_ready"):
                 prof.step()
-            prof.stop()  # delivers the window it closes (no step of it is whole): a nested call
+            prof.stop()  # closes the window step() opened next (no step in it yet) without delivering it
 
     p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=1), on_trace_ready=stop_after_first)
     p.start()
     p.step()  # delivers step 0; the callback stops profiling
-    assert _C.get_state() == 0 and windows == [[0], []]
+    assert _C.get_state() == 0 and windows == [[0]]
+    assert p.profiler_result.steps == [0]  # the delivered window stays the Profiler's result
     with pytest.raises(RuntimeError, match="not started"):
         p.step()
     with Profiler(on_trace_ready=Windows()) as q:  # the engine is free
@@ -538,12 +571,24 @@ def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_m
         assert table.notes[0].startswith("Warning: %d events were dropped" % result.info["dropped_events"])
 
 
-def test_a_cap_below_one_buffer_is_refused_at_start(engine_memory_cap):
-    p = Profiler(memory_cap=1)
+def test_the_least_memory_cap_is_the_engines(engine_memory_cap):
     with pytest.raises(ValueError, match="below one record buffer"):
-        p.start()
-    with Profiler(on_trace_ready=lambda p: None):  # nothing was left half started
-        pass
+        _C.set_memory_cap(profiler_module.MIN_MEMORY_CAP - 1)
+    _C.set_memory_cap(profiler_module.MIN_MEMORY_CAP)
+    with pytest.raises(ValueError, match=r"memory_cap must be >= 262144, got 4096"):
+        Profiler(memory_cap=4096)
+
+
+def test_a_memory_cap_lasts_from_start_to_stop(engine_memory_cap):
+    engine_cap = _C.get_memory_cap()
+    with Profiler(memory_cap=profiler_module.MIN_MEMORY_CAP, on_trace_ready=lambda p: None) as p:
+        assert _C.get_memory_cap() == profiler_module.MIN_MEMORY_CAP
+        p.step()
+    assert _C.get_memory_cap() == engine_cap  # the next Profiler gets the engine's cap back
+    failing = Profiler(memory_cap=profiler_module.MIN_MEMORY_CAP, scheduler=lambda step: 1 // 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.start()
+    assert _C.get_memory_cap() == engine_cap
 
 
 def test_a_whole_window_does_not_warn():
@@ -560,7 +605,7 @@ def test_a_whole_window_does_not_warn():
     "kwargs, error, message",
     [
         ({"memory_cap": "1GB"}, TypeError, "memory_cap must be an int, not str"),
-        ({"memory_cap": 0}, ValueError, "memory_cap must be >= 1, got 0"),
+        ({"memory_cap": 0}, ValueError, "memory_cap must be >= 262144, got 0"),
         ({"memory_cap": True}, TypeError, "memory_cap must be an int, not bool"),
         ({"benchmark_warmup_steps": "3"}, TypeError, "benchmark_warmup_steps must be an int, not str"),
         ({"benchmark_warmup_steps": -3}, ValueError, "Profiler: benchmark_warmup_steps must be >= 0, got -3"),

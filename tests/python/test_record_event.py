@@ -293,3 +293,57 @@ def test_recycled_objects_start_fresh():
     assert not fresh.is_open and fresh.event_type is TracerEventType.PythonUserDefined
     with pytest.raises(RuntimeError):
         fresh.end()
+
+
+# ---- as a decorator (paddle.profiler's RecordEvent is a ContextDecorator) ----------------
+
+
+def test_a_decorated_function_is_one_range_per_call_even_recursive():
+    @RecordEvent("fib", TracerEventType.Forward)
+    def fib(n):
+        """Fibonacci."""
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    assert fib.__name__ == "fib" and fib.__doc__ == "Fibonacci."  # functools.wraps
+    values = []
+    result = recorded(lambda: values.append(fib(3)))
+    assert values == [2]
+    # fib(3) -> fib(2) -> (fib(1), fib(0)), fib(1): five calls, nested as they ran.
+    assert rows(result) == [("fib", 9, 0), ("fib", 9, 1), ("fib", 9, 2), ("fib", 9, 2), ("fib", 9, 1)]
+
+
+def test_a_decorated_function_closes_its_range_when_it_raises_and_on_every_thread():
+    @RecordEvent("work")
+    def work(fail):
+        if fail:
+            raise KeyError("boom")
+
+    def body():
+        with pytest.raises(KeyError):
+            work(True)
+        threads = [threading.Thread(target=work, args=(False,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    result = recorded(body)
+    assert [name for name, _, _ in rows(result)] == ["work"] * 5
+    assert len(set(result.events["thread"])) == 5
+    assert result.info["unmatched_ends"] == 0 and result.info["unfinished_events"] == 0
+
+
+def test_decorating_what_a_range_cannot_time_is_a_clear_error():
+    async def coroutine():
+        pass
+
+    def generator():
+        yield 1
+
+    for function in (coroutine, generator):
+        with pytest.raises(TypeError, match="coroutine or generator function.*with RecordEvent"):
+            RecordEvent("x")(function)
+    with pytest.raises(TypeError, match="needs a function, not int"):
+        RecordEvent("x")(3)
+    with pytest.raises(TypeError, match="takes the function to wrap, and only that"):
+        RecordEvent("x")(print, print)

@@ -85,6 +85,9 @@ def test_overview_and_model_rows(run):
     assert overview.nested and overview.levels[0] == 0 and set(overview.levels[1:]) == {1}
     model = tables["ModelView"]
     assert [r[0] for r in model.rows] == ["ProfileStep", "Others"]
+    # Any iterable of views will do, a generator included.
+    chosen = (view for view in SummaryView if view.name in ("OverView", "ModelView"))
+    assert list(_summary.summary_data(run, views=chosen)) == ["OverView", "ModelView"]
 
 
 def test_summary_data_as_dataframes(run):

@@ -303,7 +303,7 @@ def _teardown(integration: _Integration) -> None:
 def _active_profiler() -> Any:
     from .. import profiler as profiler_module
 
-    return profiler_module._active
+    return profiler_module._active_profiler()
 
 
 def _option(integration: _Integration, profiler: Any, name: str) -> bool:
