@@ -2,6 +2,7 @@
 
 import collections
 import importlib.util
+import inspect
 import os
 
 import pytest
@@ -307,6 +308,42 @@ def test_compiled_models_are_profiled_operator_by_operator(pk_torch):
     assert operators["autograd::engine::evaluate_function: CompiledFunctionBackward"] == steps
     assert operators["aten::mm"] >= 2 * steps  # the compiled backward's matrix products
 
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_torch_compile_compiles_inside_a_window_as_without_profkit(pk_torch, backend):
+    # Compiling (a model's first call, or a recompile for a new batch size)
+    # inside a window: with fullgraph=True any graph break would raise, and a
+    # frame Dynamo skipped would run uncompiled for good.
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()  # earlier tests' compiles
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=True)
+    pk_torch.enable(backend=backend)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        compiled(torch.randn(4, 8)).sum().backward()  # compiles here
+        prof.step()
+        compiled(torch.randn(7, 8)).sum().backward()  # recompiles here
+    # The call that compiled is a Forward event. (torch's FX tracing, part of
+    # compiling, puts nn.Module.__call__ back when it is done: later calls of
+    # that window may go without one; the next window wraps it again.)
+    assert names_of_type(events_of(prof), FORWARD)[0] == "OptimizedModule.forward"
+    if backend == "native":  # the fallback sees no RecordFunction ranges
+        assert any(name.startswith("Torch-Compiled Region") for name in set(events_of(prof)["name"]))
+    graphs = counters["stats"]["unique_graphs"]
+    # Two shapes, two graphs; the fallback's dispatch mode is part of what
+    # Dynamo guards on, so with it a window and its outside compile apart.
+    assert (graphs == 2 if backend == "native" else graphs >= 2) and not counters["graph_break"]
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        compiled(torch.randn(7, 8))
+    assert names_of_type(events_of(prof), FORWARD) == ["OptimizedModule.forward"]
+    pk_torch.disable()
+    compiled(torch.randn(4, 8))  # nothing was left uncompiled: compiled frames are reused (native)
+    assert not counters["graph_break"]
+    if backend == "native":
+        assert counters["stats"]["unique_graphs"] == graphs
+    torch._dynamo.reset()
+
+
 def test_record_shapes(pk_torch):
     pk_torch.enable(record_shapes=True)
     prof = train(make_loader(n=4, batch_size=4))
@@ -371,8 +408,14 @@ def optimizer_hook_count():
 
 
 def originals():
+    """What torch's hooked callables are (looked up statically: a native wrapper on a class
+    reads as the callable it wraps, so that torch.compile traces torch's own)."""
     dataloader = importlib.import_module("torch.utils.data.dataloader")
-    return (torch.autograd.backward, dataloader._BaseDataLoaderIter.__next__, nn.Module.__call__)
+    return (
+        torch.autograd.backward,
+        inspect.getattr_static(dataloader._BaseDataLoaderIter, "__next__"),
+        inspect.getattr_static(nn.Module, "__call__"),
+    )
 
 
 def test_disable_removes_everything(pk_torch):

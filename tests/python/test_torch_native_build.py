@@ -98,6 +98,7 @@ FALLBACK_SCRIPT = textwrap.dedent(
     for w in caught:
         if "native PyTorch hook" in str(w.message):
             print("warning:", w.category.__name__, str(w.message).splitlines()[0])
+            print("warning at:", w.filename)
     print("backend:", pk_torch.backend())
     model = torch.nn.Linear(4, 3)
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
@@ -128,6 +129,7 @@ def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(
     # one warning although enabled twice, saying why
     (warning,) = [line for line in lines if line.startswith("warning: ")]
     assert warning.startswith("warning: ProfilerWarning profkit: the native PyTorch hook is not available (" + reason)
+    assert "warning at: <string>" in lines  # the user's enable() call, not profkit's code
     assert "backend: python" in lines
     assert "operators: ['aten::addmm', 'aten::mm']" in lines
     assert not list((tmp_path / "torch_hook").glob("*/profkit_torch_hook.so"))  # nothing half-built left

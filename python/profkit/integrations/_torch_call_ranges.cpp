@@ -139,13 +139,29 @@ int clear(PyObject* self) {
   return 0;
 }
 
-// Looked up on a class: itself; on an instance: bound to it (module.__call__).
-PyObject* get(PyObject* self, PyObject* instance, PyObject*) {
-  if (instance == nullptr || instance == Py_None) {
+// Looked up on an instance (module.__call__, and so super().__call__ in a
+// subclass's own __call__, as torch.compile's OptimizedModule has): bound to
+// it, a range like any call. Looked up on the class (nn.Module.__call__): the
+// callable it wraps, as if it were not there. That is what keeps
+// torch.compile working inside a window: for each submodule call it traces,
+// Dynamo inlines what `type(module).__call__` names, and a C callable it
+// cannot trace would be a graph break (an error with fullgraph=True) that
+// leaves the frame uncompiled for good. The interpreter's own calls through
+// the type's slot (`module(x)`, `next(iterator)`) take a method descriptor
+// unbound, without this lookup.
+PyObject* get(PyObject* self, PyObject* instance, PyObject* owner) {
+  PyObject* wrapped = reinterpret_cast<CallRange*>(self)->wrapped;
+  if (instance != nullptr && instance != Py_None) return PyMethod_New(self, instance);
+  if (wrapped == nullptr) {  // cleared by the garbage collector
     Py_INCREF(self);
     return self;
   }
-  return PyMethod_New(self, instance);
+  const descrgetfunc wrapped_get = Py_TYPE(wrapped)->tp_descr_get;
+  if (wrapped_get == nullptr) {
+    Py_INCREF(wrapped);
+    return wrapped;
+  }
+  return wrapped_get(wrapped, nullptr, owner);
 }
 
 // Everything not CallRange's own (__name__, __qualname__...) is the wrapped

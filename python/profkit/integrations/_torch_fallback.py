@@ -66,6 +66,13 @@ class OperatorRecorder:
         recorder = self
 
         class ProfkitOperatorMode(TorchDispatchMode):
+            @classmethod
+            def is_infra_mode(cls) -> bool:
+                # An observer, like torch's own infrastructure modes: Dynamo
+                # skips compiling frames while a non-infra mode is active,
+                # which would leave torch.compile'd frames uncompiled for good.
+                return True
+
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
                 kwargs = kwargs or {}
                 name_id = names.get(func)

@@ -34,6 +34,7 @@ and keep their per-thread state in a threading.local.
 
 import functools
 import importlib
+import inspect
 import threading
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional
@@ -135,7 +136,7 @@ class PythonHooks:
         if self._forward_on:
             return
         module_class = self._torch.nn.Module
-        original = module_class.__call__
+        original = inspect.getattr_static(module_class, "__call__")
         if self._native is not None:
             wrapper = self._native.CallRange(original, self._native.FORWARD)
         else:
@@ -149,9 +150,13 @@ class PythonHooks:
         local = self._local
         forward_name = self._forward_names
 
+        is_compiling = self._torch.compiler.is_compiling
+
         @functools.wraps(original)
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-            if local.forward_depth:  # a submodule: inside the top-level Forward
+            # While torch.compile traces a module call it sees the plain
+            # call: a RecordEvent in the trace would be a graph break.
+            if local.forward_depth or is_compiling():  # a submodule: inside the top-level Forward
                 return original(module, *args, **kwargs)
             local.forward_depth = 1
             try:
@@ -217,7 +222,7 @@ class PythonHooks:
     # ---- Dataloader -------------------------------------------------------------------
     def _install_dataloader(self) -> None:
         iterator_class = importlib.import_module("torch.utils.data.dataloader")._BaseDataLoaderIter
-        original = iterator_class.__next__
+        original = inspect.getattr_static(iterator_class, "__next__")
 
         # The iterators of every DataLoader (single- and multi-process) inherit
         # __next__ from this class; the loop waits in it for each batch.
@@ -235,6 +240,9 @@ class PythonHooks:
 
 
 def put_back(owner: Any, name: str, ours: Any, original: Any) -> None:
-    """Restores ``owner.name`` unless something else replaced ours since."""
-    if getattr(owner, name, None) is ours:
+    """Restores ``owner.name`` unless something else replaced ours since.
+
+    Looked up statically: a native CallRange on a class reads as the callable
+    it wraps (see _torch_call_ranges.cpp)."""
+    if inspect.getattr_static(owner, name, None) is ours:
         setattr(owner, name, original)

@@ -52,14 +52,13 @@ import argparse
 import os
 import sys
 import threading
-import warnings
 from types import ModuleType
 from typing import Any, List, NamedTuple, Optional, Set
 
 from .. import _C, _window_listeners
 from . import torch_distributed
 from .._enums import ProfilerState
-from .._warnings import ProfilerWarning, warn_at_caller
+from .._warnings import warn_at_caller
 
 __all__ = ["enable", "disable", "is_enabled", "backend", "build", "BACKENDS"]
 
@@ -273,12 +272,10 @@ def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
             return
     if chosen == "auto" and not _fallback_warned:
         _fallback_warned = True
-        warnings.warn(
+        warn_at_caller(  # at the user's enable() (or Profiler start), not inside profkit
             f"profkit: the native PyTorch hook is not available ({_native_failure}); recording operators with "
             "the pure-Python fallback, which adds about 5 us per operator instead of a few tenths. Install a "
-            "C++ compiler and ninja (`pip install ninja`) to get the native hook.",
-            ProfilerWarning,
-            stacklevel=4,
+            "C++ compiler and ninja (`pip install ninja`) to get the native hook."
         )
     from ._torch_fallback import OperatorRecorder
 
