@@ -344,6 +344,29 @@ def test_torch_compile_compiles_inside_a_window_as_without_profkit(pk_torch, bac
     torch._dynamo.reset()
 
 
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_activation_checkpointing_recomputes_inside_backward_not_as_a_forward(pk_torch, backend):
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+
+        def forward(self, x):
+            return checkpoint(self.inner, x, use_reentrant=False).sum()
+
+    model = Checkpointed()
+    pk_torch.enable(backend=backend)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in range(2):
+            model(torch.randn(4, 8)).backward()  # backward re-runs self.inner
+            prof.step()
+    events = events_of(prof)
+    assert names_of_type(events, FORWARD) == ["Checkpointed.forward"] * 2
+    assert names_of_type(events, BACKWARD) == ["backward"] * 2
+
+
 def test_record_shapes(pk_torch):
     pk_torch.enable(record_shapes=True)
     prof = train(make_loader(n=4, batch_size=4))

@@ -20,6 +20,26 @@ enum Kind : int { kForward = 0, kBackward = 1, kDataLoading = 2 };
 
 thread_local int t_forward_depth = 0;  // module calls in progress on this thread
 
+// torch._C._current_graph_task_id: -1 unless the autograd engine runs a
+// backward pass on this thread. A module called then (activation
+// checkpointing recomputing a forward, a module in a backward hook) is part
+// of Backward, not a Forward event of its own, which the Model summary would
+// count twice. Set once by add_call_range_type; nullptr where torch has no
+// such function (every call is then a Forward candidate).
+PyObject* g_graph_task_id = nullptr;
+
+bool in_backward_pass() {
+  if (g_graph_task_id == nullptr) return false;
+  PyObject* id = PyObject_CallNoArgs(g_graph_task_id);
+  if (id == nullptr) {  // not expected; a range less is better than an error in the user's forward
+    PyErr_Clear();
+    return false;
+  }
+  const bool running = PyLong_Check(id) && PyLong_AsLong(id) != -1;
+  Py_DECREF(id);
+  return running;
+}
+
 struct CallRange {
   PyObject ob_base;  // PyObject_HEAD
   vectorcallfunc vectorcall;
@@ -48,7 +68,7 @@ PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf,
     return PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
   }
   // As RecordEvent: recorded only when begun and ended in the same window.
-  const uint32_t window = pk_recording_word;
+  const uint32_t window = pk_recording_word != 0 && !in_backward_pass() ? pk_recording_word : 0;
   if (window != 0) begin_forward(args[0]);
   t_forward_depth = 1;
   PyObject* result = PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
@@ -229,6 +249,13 @@ bool add_call_range_type(PyObject* module) {
       PyModule_AddIntConstant(module, "BACKWARD", kBackward) < 0 ||
       PyModule_AddIntConstant(module, "DATA_LOADING", kDataLoading) < 0) {
     return false;
+  }
+  if (g_graph_task_id == nullptr) {
+    PyObject* torch_c = PyImport_ImportModule("torch._C");
+    if (torch_c == nullptr) return false;
+    g_graph_task_id = PyObject_GetAttrString(torch_c, "_current_graph_task_id");  // kept for the process
+    Py_DECREF(torch_c);
+    if (g_graph_task_id == nullptr) PyErr_Clear();
   }
   PyObject* type = PyType_FromSpec(&kSpec);
   if (type == nullptr) return false;

@@ -4,7 +4,8 @@ What each records, and where it hooks in:
 
 - ``Forward`` -- each top-level ``nn.Module`` call on a thread (the model,
   the loss module), named ``"<ModuleClass>.forward"``. Submodule calls are
-  inside it and are not events of their own. ``nn.Module.__call__`` is
+  inside it and are not events of their own, nor are module calls during a
+  backward pass (activation checkpointing's recomputed forward is Backward). ``nn.Module.__call__`` is
   wrapped only while a Profiler records (``window()``). torch's global
   module hooks would cost several microseconds on every module call and
   turn off its fast path, even outside windows.
@@ -151,12 +152,16 @@ class PythonHooks:
         forward_name = self._forward_names
 
         is_compiling = self._torch.compiler.is_compiling
+        graph_task_id = self._torch._C._current_graph_task_id
 
         @functools.wraps(original)
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-            # While torch.compile traces a module call it sees the plain
-            # call: a RecordEvent in the trace would be a graph break.
-            if local.forward_depth or is_compiling():  # a submodule: inside the top-level Forward
+            # A submodule is inside the top-level Forward. While torch.compile
+            # traces a module call it sees the plain call (a RecordEvent in
+            # the trace would be a graph break). A module called during a
+            # backward pass (checkpointing's recomputed forward) is part of
+            # Backward, not a Forward of its own.
+            if local.forward_depth or is_compiling() or graph_task_id() != -1:
                 return original(module, *args, **kwargs)
             local.forward_depth = 1
             try:
