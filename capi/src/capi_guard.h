@@ -15,6 +15,22 @@
 
 namespace profkit {
 
+// Sets "<function><what>[<detail><tail>]" as the last error. Building the
+// message allocates, and these handlers run inside a noexcept function (an
+// escaping bad_alloc would be std::terminate), so a failure falls back to
+// `fallback`, a static text.
+inline void set_last_error_of(const char* function, const char* what, const char* detail, const char* tail,
+                              const char* fallback) noexcept {
+  try {
+    std::string message(function);
+    message += what;
+    if (detail != nullptr) (message += detail) += tail;
+    set_last_error(message.c_str());
+  } catch (...) {
+    set_last_error(fallback);
+  }
+}
+
 template <class Body>
 pk_status guarded(const char* function, Body&& body) noexcept {
   try {
@@ -24,13 +40,15 @@ pk_status guarded(const char* function, Body&& body) noexcept {
     set_last_error(e.what());
     return e.status();
   } catch (const std::bad_alloc&) {
-    set_last_error((std::string(function) + ": out of memory").c_str());
+    set_last_error_of(function, ": out of memory", nullptr, nullptr, "profkit: out of memory");
     return PK_ERR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    set_last_error((std::string(function) + ": internal error: " + e.what() + " (please report this)").c_str());
+    set_last_error_of(function, ": internal error: ", e.what(), " (please report this)",
+                      "profkit: internal error (please report this)");
     return PK_ERR_INTERNAL;
   } catch (...) {
-    set_last_error((std::string(function) + ": unknown internal error (please report this)").c_str());
+    set_last_error_of(function, ": unknown internal error (please report this)", nullptr, nullptr,
+                      "profkit: unknown internal error (please report this)");
     return PK_ERR_INTERNAL;
   }
 }

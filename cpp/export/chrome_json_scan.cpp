@@ -4,6 +4,7 @@
 #include <rapidjson/filereadstream.h>
 #include <rapidjson/reader.h>
 
+#include <cstring>
 #include <exception>
 #include <string_view>
 
@@ -39,7 +40,8 @@ enum class Role : uint8_t {
 // `failure_`, an exception from the callback) then says why.
 class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> {
  public:
-  explicit Scanner(const std::function<void(const JsonTraceEvent&)>& on_event) : on_event_(on_event) {}
+  Scanner(const rapidjson::FileReadStream& stream, const std::function<void(const JsonTraceEvent&)>& on_event)
+      : stream_(stream), on_event_(on_event) {}
 
   bool Null() { return scalar(JsonScalar::Kind::kNull, {}, false); }
   bool Bool(bool b) { return scalar(JsonScalar::Kind::kBool, {}, b); }
@@ -95,6 +97,13 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
   }
 
   bool open(bool is_object) {
+    // profkit's own files nest 5 levels at most (the document, "traceEvents",
+    // an event, its "args", a kernel's "grid"): a file far deeper is not one
+    // of them, and refusing it early bounds what the nesting stack holds.
+    if (stack_.size() >= kMaxDepth) {
+      return fail("it nests arrays and objects more than " + std::to_string(kMaxDepth) + " levels deep (at byte " +
+                  std::to_string(stream_.Tell()) + "); profkit's traces nest at most 5");
+    }
     if (stack_.empty() && !is_object) return fail("it is a JSON array, not a Chrome trace object that profkit writes");
     if (!stack_.empty() && stack_.back() == Role::kEvents && !is_object) {
       return fail("\"traceEvents\" holds an array where an event object belongs");
@@ -210,6 +219,9 @@ class Scanner : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Scanner> 
     }
   }
 
+  static constexpr size_t kMaxDepth = 64;
+
+  const rapidjson::FileReadStream& stream_;  // where the parse is, for messages
   const std::function<void(const JsonTraceEvent&)>& on_event_;
   std::vector<Role> stack_;
   std::string key_;
@@ -225,11 +237,19 @@ JsonProfkitObject scan_chrome_json(std::FILE* file, const std::string& path,
                                    const std::function<void(const JsonTraceEvent&)>& on_event) {
   char buffer[1 << 16];
   rapidjson::FileReadStream stream(file, buffer, sizeof buffer);
-  Scanner scanner(on_event);
+  // A UTF-8 byte order mark (editors on Windows add one) is no JSON value;
+  // skipping it here keeps byte offsets counted from the file's start.
+  const char* head = stream.Peek4();
+  if (head != nullptr && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0) {
+    for (int i = 0; i < 3; ++i) stream.Take();
+  }
+  Scanner scanner(stream, on_event);
   rapidjson::Reader reader;
   // Strings are not checked as UTF-8 here: names from C callers may hold any
   // bytes anyway, and everything that prints them validates (common/utf8.h).
-  constexpr unsigned kFlags = rapidjson::kParseNumbersAsStringsFlag;
+  // The iterative parser keeps its nesting on the heap, not the call stack:
+  // the recursive one overflows the stack on a file of 200k '['.
+  constexpr unsigned kFlags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag;
   const rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, scanner);
   if (scanner.failure()) std::rethrow_exception(scanner.failure());
   if (!ok) {

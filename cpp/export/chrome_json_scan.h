@@ -57,10 +57,11 @@ struct JsonProfkitObject {
   size_t merged_sources = 0;
 };
 
-// Parses the whole of `file` (read from its current position), calling
-// `on_event` for each trace event in file order. Throws Error(PK_ERR_CORRUPT)
-// naming `path` and the byte offset when the text is not valid JSON or not a
-// JSON object; an exception thrown by `on_event` passes through unchanged.
+// Parses the whole of `file` (read from its current position; a leading UTF-8
+// byte order mark is skipped), calling `on_event` for each trace event in file
+// order. Throws Error(PK_ERR_CORRUPT) naming `path` and the byte offset when
+// the text is not valid JSON, nests more than 64 levels deep, or is not a JSON
+// object; an exception thrown by `on_event` passes through unchanged.
 JsonProfkitObject scan_chrome_json(std::FILE* file, const std::string& path,
                                    const std::function<void(const JsonTraceEvent&)>& on_event);
 

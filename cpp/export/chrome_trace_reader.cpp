@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -57,7 +58,7 @@ class ChromeTraceLoader {
       if (e.cat == "profkit" && e.scope == "g") return;  // the loss marker; the counts are in the metadata
       if (e.cat == "Memory" && e.ph == "i") return memory_event(e);
       const uint32_t type = type_of(e.cat);
-      if (is_device_type(type) && e.ph == "X") return device_event(e, type);
+      if (is_device_type(type) && e.ph == "X" && on_gpu_process(e)) return device_event(e, type);
       return host_event(e, type);
     }
     if (e.ph == "s" || e.ph == "f" || e.ph == "C") return;  // flow arrows and counters: derived data
@@ -137,6 +138,17 @@ class ChromeTraceLoader {
     if (!v) fail(std::string("its \"") + key + "\" argument is missing or not a whole number");
     return *v;
   }
+  // A whole-number argument of a narrower field: a value that does not fit is
+  // damage, refused rather than cut to its low bits.
+  template <class T>
+  T arg_fitting(const JsonTraceEvent& e, const char* key) const {
+    const uint64_t v = arg_number(e, key);
+    if (v > std::numeric_limits<T>::max()) {
+      fail(std::string("its \"") + key + "\" (" + std::to_string(v) + ") is larger than " +
+           std::to_string(std::numeric_limits<T>::max()));
+    }
+    return static_cast<T>(v);
+  }
   float arg_float(const JsonTraceEvent& e, const char* key) const {
     const JsonTraceEvent::Arg* arg = e.find_arg(key);
     if (arg == nullptr || !arg->value.is_number()) return 0.0f;
@@ -152,6 +164,17 @@ class ChromeTraceLoader {
       fail("it belongs to process " + std::to_string(pid) + ", the others to " + std::to_string(*host_pid_) +
            ": a timeline of several processes; load each process's own trace");
     }
+  }
+  // Whether a Kernel/Memcpy/Memset event is GPU work: the writer puts GPU d
+  // of host pid p on process p + kDeviceProcessStride * (d + 1), with a
+  // "device" argument, while a host event of such a type (pk_begin_event
+  // takes every type) stays on the host pid with the other host events.
+  bool on_gpu_process(const JsonTraceEvent& e) const {
+    const uint64_t pid = number(e.pid, "pid");
+    if (host_pid_) return pid != *host_pid_;
+    // Before any host event (the writer puts them first): OS pids are below
+    // the stride (Linux's pid_max is at most 2^22), GPU processes above it.
+    return pid >= kDeviceProcessStride && e.find_arg("device") != nullptr;
   }
   uint32_t thread_of_lane(const JsonTraceEvent& e) {
     const uint64_t lane = number(e.tid, "tid");
@@ -224,10 +247,10 @@ class ChromeTraceLoader {
     d.launch_event = PK_NO_EVENT;
     d.name = intern(e.name);
     d.type = static_cast<uint8_t>(type);
-    d.device = static_cast<uint16_t>(arg_number(e, "device"));
-    d.stream = static_cast<uint32_t>(arg_number(e, "stream"));
-    d.context = static_cast<uint32_t>(arg_number(e, "context"));
-    d.correlation_id = static_cast<uint32_t>(arg_number(e, "correlation id"));
+    d.device = arg_fitting<uint16_t>(e, "device");
+    d.stream = arg_fitting<uint32_t>(e, "stream");
+    d.context = arg_fitting<uint32_t>(e, "context");
+    d.correlation_id = arg_fitting<uint32_t>(e, "correlation id");
     const JsonTraceEvent::Arg* no_timing = e.find_arg("no timing");
     if (no_timing != nullptr && no_timing->value.kind == JsonScalar::Kind::kBool && no_timing->value.boolean) {
       d.flags |= PK_DEVICE_EVENT_NO_TIMING;
@@ -257,9 +280,9 @@ class ChromeTraceLoader {
     pk_kernel_detail k{};
     dims(e, "grid", k.grid);
     dims(e, "block", k.block);
-    k.registers_per_thread = static_cast<uint32_t>(arg_number(e, "registers per thread"));
-    k.static_shared_memory = static_cast<uint32_t>(arg_number(e, "static shared memory"));
-    k.dynamic_shared_memory = static_cast<uint32_t>(arg_number(e, "dynamic shared memory"));
+    k.registers_per_thread = arg_fitting<uint32_t>(e, "registers per thread");
+    k.static_shared_memory = arg_fitting<uint32_t>(e, "static shared memory");
+    k.dynamic_shared_memory = arg_fitting<uint32_t>(e, "dynamic shared memory");
     k.blocks_per_sm = arg_float(e, "blocks per SM");
     k.warps_per_sm = arg_float(e, "warps per SM");
     k.occupancy = arg_float(e, "theoretical occupancy %") / 100.0f;
@@ -278,7 +301,7 @@ class ChromeTraceLoader {
       m.src_kind = memory_kind_code(kind_arg("src kind"));
       m.dst_kind = memory_kind_code(kind_arg("dst kind"));
     } else {
-      m.value = static_cast<uint32_t>(arg_number(e, "value"));
+      m.value = arg_fitting<uint32_t>(e, "value");
       m.dst_kind = memory_kind_code(kind_arg("memory kind"));
     }
     return m;
@@ -489,8 +512,15 @@ struct FileCloser {
 bool looks_like_json_file(const std::string& path) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return false;
-  int c;
-  for (int read = 0; read < 64 && (c = std::fgetc(file.get())) != EOF; ++read) {
+  // Past a UTF-8 byte order mark (editors on Windows add one) and the blank
+  // lines or indentation a pretty-printer or a hand may put first. A .pktrace
+  // starts with its size prefix, 4 mod 8 (FlatBuffers aligns the buffer to 8):
+  // its first byte is neither blank nor a bracket.
+  unsigned char head[4096];
+  const size_t n = std::fread(head, 1, sizeof head, file.get());
+  size_t i = n >= 3 && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  for (; i < n; ++i) {
+    const unsigned char c = head[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     return c == '{' || c == '[';
   }

@@ -29,9 +29,10 @@
 
 namespace profkit {
 
-// Whether the file's first non-blank byte opens a JSON value ('{' or '['):
-// the cue to read it with read_chrome_trace rather than as a .pktrace. False
-// when it cannot be read (load_result then reports why).
+// Whether the file's first non-blank byte (after a UTF-8 byte order mark,
+// within its first 4 KiB) opens a JSON value ('{' or '['): the cue to read it
+// with read_chrome_trace rather than as a .pktrace. False when it cannot be
+// read (load_result then reports why).
 bool looks_like_json_file(const std::string& path);
 
 std::unique_ptr<Result> read_chrome_trace(const std::string& path);

@@ -219,10 +219,14 @@ void Recorder::remove_state_listener(uint64_t handle) {
 }
 
 void Recorder::step_begin(uint64_t number) {
+  const uint64_t now = read_ticks();
   std::lock_guard<std::mutex> lock(mutex_);
+  // A step still open ends here, as pk_step ends one: overwriting it (before
+  // 1.9) lost it without a trace or a count.
+  if (step_open_) end_step_locked(now, 0);
   step_open_ = true;
   step_number_ = number;
-  step_start_ticks_ = read_ticks();
+  step_start_ticks_ = now;
   step_window_ = recording_window_acquire();
 }
 

@@ -15,6 +15,21 @@ size_t Result::thread_of(uint64_t event) const noexcept {
 
 uint64_t Result::parent_of(uint64_t event) const noexcept {
   if (event >= host_events.size() || threads.empty()) return PK_NO_EVENT;
+  if (!parents_ready_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(parents_mutex_);
+    if (!parents_ready_.load(std::memory_order_relaxed)) {
+      try {
+        parents_ = all_parents();
+      } catch (...) {
+        return scan_for_parent(event);  // no memory for the index: slower, still right
+      }
+      parents_ready_.store(true, std::memory_order_release);
+    }
+  }
+  return parents_[event];
+}
+
+uint64_t Result::scan_for_parent(uint64_t event) const noexcept {
   const ThreadRecord& t = threads[thread_of(event)];
   const uint8_t depth = host_events[event].depth;
   if (depth == 0) return PK_NO_EVENT;
@@ -28,14 +43,17 @@ uint64_t Result::parent_of(uint64_t event) const noexcept {
 
 std::vector<uint64_t> Result::all_parents() const {
   std::vector<uint64_t> parents(host_events.size(), PK_NO_EVENT);
-  std::vector<uint64_t> open;  // open[d] = latest event seen at depth d
+  // The nearest earlier event with a smaller depth, as scan_for_parent finds
+  // it, also when depths skip a level (a damaged or hand-made file): `open`
+  // holds the events that can still be a parent, depths strictly rising.
+  std::vector<uint64_t> open;
   for (const ThreadRecord& t : threads) {
     open.clear();
-    for (uint64_t i = t.first_event; i < t.first_event + t.event_count; ++i) {
+    for (uint64_t i = t.first_event; i < t.first_event + t.event_count && i < host_events.size(); ++i) {
       const uint8_t d = host_events[i].depth;
-      if (d > 0 && d <= open.size()) parents[i] = open[d - 1];
-      open.resize(static_cast<size_t>(d) + 1);
-      open[d] = i;
+      while (!open.empty() && host_events[open.back()].depth >= d) open.pop_back();
+      if (!open.empty()) parents[i] = open.back();
+      open.push_back(i);
     }
   }
   return parents;

@@ -7,11 +7,14 @@
 // thread's events form a forest that can be walked without extra indexes.
 //
 // Thread-safety: a Result is immutable once built; any number of threads may
-// read it at once. Ownership: borrowed columns point into `backing`.
+// read it at once (parent_of's index is built once, under a lock). Ownership:
+// borrowed columns point into `backing`.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,12 +89,26 @@ struct Result {
 
   // The thread index owning host event `event` (binary search).
   size_t thread_of(uint64_t event) const noexcept;
-  // The innermost enclosing event on the same thread, or PK_NO_EVENT.
+  // The innermost enclosing event on the same thread, or PK_NO_EVENT. O(1):
+  // the first call indexes all_parents() (8 bytes per host event), so that a
+  // caller asking for every event's parent (Python's Result.parent) is O(n).
   uint64_t parent_of(uint64_t event) const noexcept;
   // Parents of every host event at once, O(n).
   std::vector<uint64_t> all_parents() const;
   // Recorded ProfileStep range: the first step number and the count.
   std::pair<uint64_t, uint64_t> step_range() const;
+
+ private:
+  // The nearest earlier event one level up: O(n) per call, for when the
+  // index cannot be built (out of memory).
+  uint64_t scan_for_parent(uint64_t event) const noexcept;
+
+  // all_parents(), built by the first parent_of. Not std::call_once: with
+  // libstdc++ a call that throws (bad_alloc) can leave the flag so that later
+  // calls hang (GCC bug 66146).
+  mutable std::mutex parents_mutex_;
+  mutable std::atomic<bool> parents_ready_{false};
+  mutable std::vector<uint64_t> parents_;
 };
 
 // Parses the number out of "ProfileStep#<n>"; false if `name` is not one.

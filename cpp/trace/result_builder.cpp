@@ -13,8 +13,9 @@ namespace {
 constexpr uint8_t kRuntimeCallDepthHint = 255;
 
 uint64_t start_depth_key(uint64_t start_ns, uint8_t depth) {
-  // Collisions only merge keys of events starting within 256 ns at other
-  // depths; lookups confirm with the event itself.
+  // Depth fills the low 8 bits that the shift leaves zero, so two keys are
+  // equal only for the same depth and the same start (modulo 2^56 ns, more
+  // than two years); lookups confirm with the event itself anyway.
   return (start_ns << 8) ^ depth;
 }
 

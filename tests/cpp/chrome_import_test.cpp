@@ -231,6 +231,89 @@ TEST(ChromeImport, GpuWorkWithoutHostEventsMakesNoThreadsOfItsStreams) {
   expect_same_result(*original, *loaded);
 }
 
+// pk_begin_event takes every type: host events typed Kernel, Memcpy or
+// Memset sit on the host process and must not be read as GPU work (which
+// needs a "device" argument), even with an argument named "device".
+TEST(ChromeImport, HostEventsOfDeviceTypesLoadBackAsHostEvents) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 7;
+  info.start_ns = 1'000;
+  info.end_ns = 9'000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t copy = b.add_string("host copy");
+  const uint32_t launch = b.add_string("my kernel wrapper");
+  const uint32_t fill = b.add_string("host fill");
+  const uint32_t op = b.add_string("aten::copy_");
+  const uint32_t device_key = b.add_string("device");
+  const uint32_t gpu_kernel = b.add_string("gpu kernel");
+  const uint32_t gpu_copy = b.add_string("Memcpy HtoD");
+  const uint32_t t = b.thread(100);
+  // The file's first event: a host Memcpy with a "device" argument.
+  b.add_event(t, {1'100, 1'900, copy, PK_EVENT_MEMCPY, 0, 0});
+  b.add_arg(t, 1'100, 0, device_key, PK_ARG_INT, 0);
+  b.add_event(t, {2'000, 3'000, op, PK_EVENT_OPERATOR, 0, 0});
+  b.add_event(t, {2'100, 2'500, launch, PK_EVENT_KERNEL, 1, 0});
+  b.add_event(t, {2'600, 2'600, fill, PK_EVENT_MEMSET, 1, PK_HOST_EVENT_INSTANT});
+  b.add_event(t, {2'700, 2'900, fill, PK_EVENT_MEMSET, 1, 0});
+  // Real GPU work beside them, on two devices.
+  b.add_device_event({4'000, 5'000, 0, gpu_kernel, 11, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  b.add_device_event({5'500, 6'000, 0, gpu_copy, 12, 13, 1, 1, PK_EVENT_MEMCPY, 0, PK_NO_DETAIL});
+  auto original = b.finish();
+  ASSERT_EQ(original->host_events.size(), 5u);
+  auto loaded = export_and_read(*original, dir.file("host_typed.trace.json"));
+  expect_same_result(*original, *loaded);
+  // Placed under another host pid, its GPUs' processes move with it.
+  ChromeOptions placed;
+  placed.pid = 3;
+  expect_same_result(*original, *export_and_read(*original, dir.file("placed.trace.json"), placed));
+}
+
+// The same through the C ABI, from events recorded as a framework hook would.
+TEST(ChromeImport, RecordedHostEventsOfDeviceTypesRoundTripThroughTheCAbi) {
+  profkit_test::reset_engine();
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(pk_intern("outer op"), PK_EVENT_OPERATOR);
+  for (const pk_event_type type : {PK_EVENT_KERNEL, PK_EVENT_MEMCPY, PK_EVENT_MEMSET}) {
+    pk_begin_event(pk_intern("host-side work"), type);
+    pk_event_arg_int(pk_intern("device"), 0);
+    pk_end_event();
+  }
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  profkit_test::ResultPtr recorded = profkit_test::collect();
+  ASSERT_TRUE(recorded);
+  TempDir dir;
+  const std::string path = dir.file("recorded.trace.json");
+  ASSERT_EQ(pk_result_export_chrome(recorded.get(), path.c_str()), PK_OK) << pk_last_error();
+  profkit_test::ResultPtr loaded = profkit_test::load(path);
+  ASSERT_TRUE(loaded);
+  size_t n_recorded = 0;
+  size_t n_loaded = 0;
+  const pk_host_event* a = pk_result_host_events(recorded.get(), &n_recorded);
+  const pk_host_event* b = pk_result_host_events(loaded.get(), &n_loaded);
+  ASSERT_EQ(n_recorded, 4u);
+  ASSERT_EQ(n_loaded, n_recorded);
+  for (size_t i = 0; i < n_recorded; ++i) {
+    EXPECT_EQ(a[i].start_ns, b[i].start_ns) << i;
+    EXPECT_EQ(a[i].end_ns, b[i].end_ns) << i;
+    EXPECT_EQ(a[i].type, b[i].type) << i;
+    EXPECT_EQ(a[i].depth, b[i].depth) << i;
+    EXPECT_EQ(a[i].flags, b[i].flags) << i;
+    EXPECT_STREQ(pk_result_string(recorded.get(), a[i].name), pk_result_string(loaded.get(), b[i].name)) << i;
+  }
+  EXPECT_EQ(b[1].type, PK_EVENT_KERNEL);
+  EXPECT_EQ(b[2].type, PK_EVENT_MEMCPY);
+  EXPECT_EQ(b[3].type, PK_EVENT_MEMSET);
+  size_t args = 0;
+  pk_result_event_args(loaded.get(), &args);
+  EXPECT_EQ(args, 3u);
+  size_t devices = 99;
+  pk_result_device_events(loaded.get(), &devices);
+  EXPECT_EQ(devices, 0u);
+}
+
 TEST(ChromeImport, TheCAbiLoadsJsonAndPktraceAlikeAndSummariesAgree) {
   TempDir dir;
   auto original = profkit_test::make_sample_result();
@@ -317,6 +400,66 @@ TEST(ChromeImport, BadFilesGiveClearErrors) {
                     "outside the clock's range");
   expect_read_error(bad("memory.json", replaced(good, "\"Addr\":", "\"Addr\":\"x\",\"Was\":")), PK_ERR_CORRUPT,
                     "\"Addr\"");
+  // Numbers wider than their record field are refused, not cut to their low bits.
+  expect_read_error(bad("device.json", replaced(good, "\"args\":{\"device\":0,", "\"args\":{\"device\":65536,")),
+                    PK_ERR_CORRUPT, "\"device\" (65536) is larger than 65535");
+  expect_read_error(bad("stream.json", replaced(good, "\"stream\":7,", "\"stream\":4294967303,")), PK_ERR_CORRUPT,
+                    "\"stream\" (4294967303) is larger than 4294967295");
+}
+
+// RapidJSON's recursive parser overflowed the stack on such a file (a crash
+// of the whole process); it is a clear error instead.
+TEST(ChromeImport, DeepNestingIsRefusedNotACrash) {
+  TempDir dir;
+  const std::string path = dir.file("deep.json");
+  constexpr size_t kDepth = 200000;
+  write_file(path, "{\"x\":" + std::string(kDepth, '[') + std::string(kDepth, ']') + "}");
+  EXPECT_TRUE(looks_like_json_file(path));
+  // The 65th level opens at byte 68 (after `{"x":` and 63 '['): the offset named.
+  expect_read_error(path, PK_ERR_CORRUPT, "more than 64 levels deep (at byte 68)");
+  // As deep, but objects inside an event's args: the same.
+  std::string objects = "{\"traceEvents\":[{\"args\":";
+  for (size_t i = 0; i < kDepth; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(kDepth, '}') + "}]}";
+  const std::string objects_path = dir.file("deep_objects.json");
+  write_file(objects_path, objects);
+  expect_read_error(objects_path, PK_ERR_CORRUPT, "more than 64 levels deep");
+}
+
+// What an editor or a pretty-printer may put before the JSON: a UTF-8 byte
+// order mark, blank lines, indentation. Byte offsets in errors still count
+// from the file's start.
+TEST(ChromeImport, AByteOrderMarkAndLeadingBlanksStillLoad) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string plain = dir.file("plain.trace.json");
+  export_chrome_trace(*original, plain, {});
+  const std::string text = read_file(plain);
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string blanks = std::string(200, '\n') + std::string(1000, ' ') + "\t\r\n";
+
+  for (const std::string& head : {bom, blanks, bom + blanks}) {
+    const std::string path = dir.file("headed.trace.json");
+    write_file(path, head + text);
+    EXPECT_TRUE(looks_like_json_file(path)) << head.size();
+    expect_same_result(*original, *read_chrome_trace(path));
+    profkit_test::ResultPtr loaded = profkit_test::load(path);
+    size_t n = 0;
+    pk_result_host_events(loaded.get(), &n);
+    EXPECT_EQ(n, original->host_events.size());
+  }
+  // Past 4 KiB of blanks, or a byte order mark that is not UTF-8's: not JSON.
+  const std::string far = dir.file("far.trace.json");
+  write_file(far, std::string(5000, ' ') + text);
+  EXPECT_FALSE(looks_like_json_file(far));
+  const std::string utf16 = dir.file("utf16.trace.json");
+  write_file(utf16, "\xFF\xFE{");
+  EXPECT_FALSE(looks_like_json_file(utf16));
+  // The offset of damage after a byte order mark counts the mark: the '}' is
+  // byte 3 + 16.
+  const std::string cut = dir.file("cut.trace.json");
+  write_file(cut, bom + "{\"traceEvents\":[}");
+  expect_read_error(cut, PK_ERR_CORRUPT, "at byte 19");
 }
 
 TEST(ChromeImport, ALayoutOneFileLoadsAndSaysWhatItLacks) {

@@ -306,6 +306,37 @@ TEST_F(RecorderTest, StepsBecomeProfileStepEventsWithSamples) {
   EXPECT_EQ(args[1].value, 16);
 }
 
+TEST_F(RecorderTest, StepBeginWhileAStepIsOpenEndsThatStepFirst) {
+  // Before 1.9 the second pk_step_begin overwrote step 1: it was lost.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(1), PK_OK);
+  pk_begin_event(pk_intern("op in step 1"), PK_EVENT_OPERATOR);
+  pk_end_event();
+  ASSERT_EQ(pk_step_begin(2), PK_OK);
+  EXPECT_EQ(pk_current_step(), 2u);
+  ASSERT_EQ(pk_step_end(8), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#1");
+  EXPECT_EQ(name_of(r.get(), ev[1]), "op in step 1");
+  EXPECT_EQ(ev[1].depth, 1);
+  EXPECT_EQ(name_of(r.get(), ev[2]), "ProfileStep#2");
+  EXPECT_EQ(ev[0].type, PK_EVENT_PROFILE_STEP);
+  EXPECT_EQ(ev[2].type, PK_EVENT_PROFILE_STEP);
+  EXPECT_EQ(ev[0].end_ns, ev[2].start_ns);  // one instant ends step 1 and begins step 2
+  const pk_result_info info = info_of(r.get());
+  EXPECT_EQ(info.first_step, 1u);
+  EXPECT_EQ(info.step_count, 2u);
+  // The step pk_step_begin ended has num_samples 0 (unknown: no argument).
+  size_t nargs = 0;
+  const pk_event_arg* args = pk_result_event_args(r.get(), &nargs);
+  ASSERT_EQ(nargs, 1u);
+  EXPECT_EQ(args[0].event, 2u);
+  EXPECT_EQ(args[0].value, 8);
+}
+
 TEST_F(RecorderTest, StepsInternNoNamesSoLongRunsDoNotGrowTheNameTable) {
   // Each step's name ("ProfileStep#<n>") is made by the collect, in the
   // result only: a million recorded steps must not leave a million names in

@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "trace/event_order.h"
@@ -182,6 +183,85 @@ TEST(ResultBuilder, ProducersCannotSmuggleInvalidIds) {
   EXPECT_EQ(r->host_events[0].name, 0u);
   EXPECT_EQ(r->host_events[0].type, PK_EVENT_USER_DEFINED);
   EXPECT_TRUE(r->event_args.empty());
+}
+
+// The parent by definition: the nearest earlier event of its thread with a
+// smaller depth.
+uint64_t parent_by_scan(const Result& r, uint64_t event) {
+  const ThreadRecord& t = r.threads[r.thread_of(event)];
+  for (uint64_t i = event; i-- > t.first_event;) {
+    if (r.host_events[i].depth < r.host_events[event].depth) return i;
+  }
+  return PK_NO_EVENT;
+}
+
+TEST(ResultParents, ParentOfAgreesWithAllParentsAndTheDefinition) {
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t name = b.add_string("e");
+  // Two threads of random nesting: runs of siblings, deep chains, returns
+  // several levels at once, and ties (same start and end) at three depths.
+  std::mt19937 random(7);
+  for (uint64_t tid : {10, 20}) {
+    const uint32_t t = b.thread(tid);
+    std::function<void(uint64_t, uint64_t, int)> fill = [&](uint64_t start, uint64_t end, int depth) {
+      b.add_event(t, ev(start, end, name));
+      if (depth == 8 || end - start < 8) return;
+      uint64_t at = start;
+      const int children = static_cast<int>(random() % 4);
+      for (int c = 0; c < children && at + 4 < end; ++c) {
+        const uint64_t child_end = at + 1 + random() % (end - at - 1);
+        fill(at, child_end, depth + 1);
+        at = child_end;
+      }
+    };
+    for (uint64_t root = 0; root < 20; ++root) fill(root * 100000, root * 100000 + 90000, 0);
+    b.add_event(t, ev(5'000'000, 5'000'010, name));
+    b.add_event(t, ev(5'000'000, 5'000'010, name, PK_EVENT_OPERATOR, 1));
+    b.add_event(t, ev(5'000'000, 5'000'010, name, PK_EVENT_OPERATOR, 2));
+  }
+  auto r = b.finish();
+  ASSERT_GT(r->host_events.size(), 200u);
+  const std::vector<uint64_t> all = r->all_parents();
+  ASSERT_EQ(all.size(), r->host_events.size());
+  size_t nested = 0;
+  for (uint64_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i], parent_by_scan(*r, i)) << i;
+    nested += all[i] != PK_NO_EVENT;
+  }
+  EXPECT_GT(nested, all.size() / 2);
+  // Asked from several threads at once on a fresh result (the first calls
+  // build the index), in different orders: always the same answer.
+  std::vector<std::vector<uint64_t>> seen(4, std::vector<uint64_t>(all.size()));
+  std::vector<std::thread> readers;
+  for (size_t k = 0; k < seen.size(); ++k) {
+    readers.emplace_back([&, k] {
+      for (uint64_t n = 0; n < all.size(); ++n) {
+        const uint64_t i = k % 2 == 0 ? n : all.size() - 1 - n;
+        seen[k][i] = r->parent_of(i);
+      }
+    });
+  }
+  for (std::thread& reader : readers) reader.join();
+  for (const std::vector<uint64_t>& parents : seen) EXPECT_EQ(parents, all);
+  EXPECT_EQ(r->parent_of(all.size()), PK_NO_EVENT);  // out of range
+  EXPECT_EQ(r->parent_of(UINT64_MAX), PK_NO_EVENT);
+}
+
+TEST(ResultParents, DepthsThatSkipALevelStillGiveTheNearestShallowerEvent) {
+  // A damaged or hand-made .pktrace may hold such depths; the verifier does
+  // not refuse them, so parents must stay within the thread and in range.
+  Result r;
+  r.threads.push_back({1, "", 0, 5});
+  r.threads.push_back({2, "", 5, 2});
+  r.host_events = Column<pk_host_event>(std::vector<pk_host_event>{
+      ev(0, 100, 0, PK_EVENT_OPERATOR, 0), ev(1, 90, 0, PK_EVENT_OPERATOR, 2), ev(2, 80, 0, PK_EVENT_OPERATOR, 3),
+      ev(3, 70, 0, PK_EVENT_OPERATOR, 3), ev(4, 60, 0, PK_EVENT_OPERATOR, 1),
+      // Thread 2 starts deep: no parent before it on its own thread.
+      ev(0, 50, 0, PK_EVENT_OPERATOR, 2), ev(1, 40, 0, PK_EVENT_OPERATOR, 4)});
+  const std::vector<uint64_t> expected = {PK_NO_EVENT, 0, 1, 1, 0, PK_NO_EVENT, 5};
+  EXPECT_EQ(r.all_parents(), expected);
+  for (uint64_t i = 0; i < expected.size(); ++i) EXPECT_EQ(r.parent_of(i), expected[i]) << i;
 }
 
 TEST(ParseProfileStep, AcceptsOnlyWholeNumbers) {

@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 8
+#define PK_API_VERSION_MINOR 9
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -290,7 +290,9 @@ PK_API pk_status pk_step(uint64_t num_samples) PK_NOEXCEPT;
 
 /* Finer control for drivers that change state between steps (the Python
  * Profiler does): pk_step_begin(n) begins ProfileStep#n; pk_step_end ends the
- * open step. pk_step_end without an open step is PK_ERR_INVALID_STATE. */
+ * open step. pk_step_end without an open step is PK_ERR_INVALID_STATE.
+ * pk_step_begin while a step is open first ends that step (with num_samples
+ * 0, as pk_step would), so it is kept; before 1.9 it was silently lost. */
 PK_API pk_status pk_step_begin(uint64_t step_number) PK_NOEXCEPT;
 PK_API pk_status pk_step_end(uint64_t num_samples) PK_NOEXCEPT;
 
@@ -570,7 +572,8 @@ PK_API const pk_memory_event* pk_result_memory_events(const pk_result* r, size_t
 
 /* The index of the innermost event that encloses host event `event` on its
  * thread, or UINT64_MAX for an outermost event or an index out of range.
- * O(depth) per call. */
+ * O(1) per call: the first call on a result indexes the parents of all its
+ * host events (O(n) time, 8 bytes per event, kept until the release). */
 PK_API uint64_t pk_result_parent(const pk_result* r, uint64_t event) PK_NOEXCEPT;
 
 /* GPU activity and the facts of each device. */
