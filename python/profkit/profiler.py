@@ -75,14 +75,14 @@ def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Pro
         if memory_cap_before is not None:
             _C.set_memory_cap(memory_cap_before)
         _C.collect()  # what it recorded has no one to go to; the next Profiler starts clean
+        warnings.warn(
+            "profkit: a started Profiler was garbage-collected without stop(); its recording window was "
+            "discarded and profiling stopped. Call stop(), or use `with Profiler(...) as prof:`.",
+            ProfilerWarning,
+            stacklevel=2,
+        )
     except Exception:  # pragma: no cover - interpreter shutdown: the engine goes with the process
         return
-    warnings.warn(
-        "profkit: a started Profiler was garbage-collected without stop(); its recording window was discarded "
-        "and profiling stopped. Call stop(), or use `with Profiler(...) as prof:`.",
-        ProfilerWarning,
-        stacklevel=2,
-    )
 
 
 # GPU-unavailable warnings are given once per process.
