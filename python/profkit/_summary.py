@@ -22,7 +22,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
-__all__ = ["SummaryTable", "summary_text", "summary_json", "summary_data", "SORT_KEYS", "VIEWS", "TIME_UNITS"]
+__all__ = ["SummaryTable", "summary_text", "summary_data", "SORT_KEYS", "VIEWS", "TIME_UNITS"]
 
 # Names in value order: SortedKeys and SummaryView use these values, and so
 # does the C ABI (pk_sort_key, pk_summary_view, pk_time_unit).
@@ -192,22 +192,6 @@ def summary_text(
     return result.summary_text(**args)
 
 
-def summary_json(
-    result,
-    sorted_by: Any = 0,
-    op_detail: bool = True,
-    thread_sep: bool = False,
-    time_unit: str = "ms",
-    views: Any = None,
-    row_limit: Optional[int] = None,
-) -> str:
-    """The summary tables as the engine's JSON document (``pk_result_summary_json``:
-    ``{"time_unit", "warnings", "tables": [...]}``), with the same arguments (and
-    errors) as :func:`summary_text`."""
-    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
-    return result.summary_json(**args)
-
-
 def summary_data(
     result,
     sorted_by: Any = 0,
@@ -222,7 +206,8 @@ def summary_data(
     Times are in `time_unit`. When the recording lost events (memory cap,
     nesting limit, GPU buffers), every table's notes start with a
     ``"Warning: ..."`` line saying so, as the text does."""
-    document = json.loads(summary_json(result, sorted_by, op_detail, thread_sep, time_unit, views, row_limit))
+    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
+    document = json.loads(result.summary_json(**args))
     losses = [f"Warning: {w}" for w in document.get("warnings", [])]
     tables: Dict[str, SummaryTable] = {}
     for t in document["tables"]:

@@ -15,6 +15,7 @@ written) or 2 (a bad command line), with one line on stderr:
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -200,7 +201,11 @@ def _summary(args: argparse.Namespace) -> None:
         views=views,
         row_limit=args.row_limit,
     )
-    print(result.summary_json(**options) if args.json else result.summary(**options))
+    if args.json:
+        tables = result.summary_data(**options)
+        print(json.dumps({view: dataclasses.asdict(table) for view, table in tables.items()}))
+    else:
+        print(result.summary(**options))
 
 
 def _summary_ranks(args: argparse.Namespace) -> None:

@@ -398,21 +398,6 @@ class ProfilerResult:
             row_limit=row_limit,
         )
 
-    def summary_json(
-        self,
-        sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
-        op_detail: bool = True,
-        thread_sep: bool = False,
-        time_unit: str = "ms",
-        views: Union[None, SummaryView, Iterable[SummaryView]] = None,
-        row_limit: Optional[int] = None,
-    ) -> str:
-        """The summary tables as one JSON document (``{"time_unit", "warnings", "tables"}``), for tools."""
-        return _summary.summary_json(
-            self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
-            row_limit=row_limit,
-        )
-
     def summary_data(
         self,
         sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
