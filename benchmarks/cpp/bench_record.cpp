@@ -1,6 +1,6 @@
 // Cost of the hot path through the C ABI: pk_begin_event + pk_end_event per
-// pair, recording and not recording, on 1 and 2 threads; and the string-name
-// variant. Each recording run is a fixed number of pairs so memory stays
+// pair, recording and not recording, on 1 and 2 threads; past the memory cap;
+// and the string-name variant. Each recording run is a fixed number of pairs so memory stays
 // bounded (24 bytes a pair) and nothing is dropped.
 #include <benchmark/benchmark.h>
 
@@ -95,6 +95,30 @@ void BM_BeginEndStr_Recording(benchmark::State& state) {
   stop_recording(state);
 }
 BENCHMARK(BM_BeginEndStr_Recording)->Iterations(kPairs)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// Past the memory cap: every pair is dropped (and counted). A framework keeps
+// calling at full rate after the cap is reached, so this path must stay cheap
+// and must not serialize threads (before 2026-11-22 each drop took the chunk
+// pool's mutex).
+void BM_BeginEnd_PastCap(benchmark::State& state) {
+  const pk_name_id name = pk_intern("aten::add");
+  if (state.thread_index() == 0) {
+    // Closing and collecting frees the spare chunks earlier runs left, which
+    // would otherwise take the records under any cap.
+    pk_set_state(PK_STATE_CLOSED);
+    pk_result* r = nullptr;
+    if (pk_collect(&r) == PK_OK) pk_result_release(r);
+    pk_set_memory_cap(256 * 1024);  // the least the engine takes: one chunk
+    pk_set_state(PK_STATE_RECORD);
+  }
+  for (auto _ : state) {
+    pk_begin_event(name, PK_EVENT_OPERATOR);
+    pk_end_event();
+  }
+  stop_recording(state);
+}
+BENCHMARK(BM_BeginEnd_PastCap)->Iterations(kPairs)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_BeginEnd_PastCap)->Iterations(kPairs)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
 
 // Three nested levels per iteration, as a framework's op/kernel/inner stack.
 void BM_Nested3_Recording(benchmark::State& state) {

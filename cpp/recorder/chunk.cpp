@@ -47,18 +47,27 @@ void Chunk::release(Chunk* chunk) noexcept {
 namespace {
 std::mutex g_pool_mutex;
 Chunk* g_pool = nullptr;
+// Whether g_pool may hold a chunk, readable without the mutex: past the
+// memory cap every record of every thread asks the pool for a chunk before it
+// is dropped, and those threads must not queue on the mutex to learn that the
+// pool is empty. Written under the mutex; a stale `false` only sends a thread
+// to Chunk::allocate (and a drop) as if it had asked a moment earlier.
+std::atomic<bool> g_pool_has_chunks{false};
 }  // namespace
 
 void ChunkPool::put(Chunk* chunk) noexcept {
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   chunk->next = g_pool;
   g_pool = chunk;
+  g_pool_has_chunks.store(true, std::memory_order_relaxed);
 }
 
 Chunk* ChunkPool::take() noexcept {
+  if (!g_pool_has_chunks.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   Chunk* c = g_pool;
   if (c != nullptr) g_pool = c->next;
+  g_pool_has_chunks.store(g_pool != nullptr, std::memory_order_relaxed);
   return c;
 }
 
@@ -68,6 +77,7 @@ void ChunkPool::trim() noexcept {
     std::lock_guard<std::mutex> lock(g_pool_mutex);
     list = g_pool;
     g_pool = nullptr;
+    g_pool_has_chunks.store(false, std::memory_order_relaxed);
   }
   while (list != nullptr) {
     Chunk* next = list->next;

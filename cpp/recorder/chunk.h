@@ -51,7 +51,12 @@ class ChunkStack {
     } while (!head_.compare_exchange_weak(head, chunk, std::memory_order_release, std::memory_order_relaxed));
   }
   // Returns the chunks in LIFO order (most recently pushed first).
-  Chunk* take_all() noexcept { return head_.exchange(nullptr, std::memory_order_acquire); }
+  // The plain load first: an owner past the memory cap asks on every record,
+  // and a locked exchange on an empty stack would be wasted.
+  Chunk* take_all() noexcept {
+    if (head_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    return head_.exchange(nullptr, std::memory_order_acquire);
+  }
 
  private:
   std::atomic<Chunk*> head_{nullptr};
@@ -59,7 +64,9 @@ class ChunkStack {
 
 // Spare chunks of threads that have exited, for threads that have none of
 // their own. Thread-safe: a mutex, taken only on the refill path (once per
-// Chunk::kCapacity records) and by the collector.
+// Chunk::kCapacity records) and by the collector -- and not when the pool is
+// empty, which take() tells from an atomic flag (past the memory cap every
+// record asks).
 class ChunkPool {
  public:
   static void put(Chunk* chunk) noexcept;
