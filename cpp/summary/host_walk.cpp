@@ -78,6 +78,7 @@ class Walk {
         }
       }
       while (!stack_.empty()) close_top();
+      for (HostEventVisitor* v : all_) v->end_thread(t);
     }
   }
 

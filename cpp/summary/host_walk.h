@@ -77,6 +77,8 @@ class HostEventVisitor {
   // Must stay valid for the walk.
   virtual const std::vector<uint8_t>* name_filter() const { return nullptr; }
   virtual void begin_thread(size_t /*thread*/) {}
+  // After the thread's last event has closed.
+  virtual void end_thread(size_t /*thread*/) {}
   // stack.back() is the event just opened; the rest are its ancestors.
   virtual void on_open(const OpenStack& /*stack*/) {}
   // `closed` has just been popped; `stack` holds its ancestors. closed.gpu_ns

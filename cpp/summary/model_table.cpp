@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/event_types.h"
 #include "summary/call_table.h"
@@ -18,16 +19,101 @@ uint32_t ModelTable::type_mask() const {
   return mask;
 }
 
+void ModelTable::begin_thread(size_t /*thread*/) {
+  thread_first_call_ = calls_.size();
+  open_steps_ = open_phases_ = 0;
+  thread_has_steps_ = false;
+  thread_unphased_.clear();
+}
+
+void ModelTable::on_open(const OpenStack& stack) {
+  const bool step = stack.back().type == PK_EVENT_PROFILE_STEP;
+  ++(step ? open_steps_ : open_phases_);
+  thread_has_steps_ |= step;
+  // The thread records the loop itself: its launches outside the phases are
+  // "Others", not another thread's phase.
+  thread_unphased_.clear();
+}
+
 void ModelTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
   const pk_host_event& e = context_.result->host_events[closed.index];
-  CallStats& s = by_type_[e.type];
-  ++s.calls;
-  s.cpu.add(duration_ns(e.start_ns, e.end_ns));
-  s.gpu.add(closed.gpu_ns);
+  const bool step = closed.type == PK_EVENT_PROFILE_STEP;
+  --(step ? open_steps_ : open_phases_);
+  calls_.push_back({e.start_ns, e.end_ns, closed.gpu_ns, closed.type, false});
+}
+
+void ModelTable::on_launch(const OpenStack& /*stack*/, const LaunchedWork& work) {
+  const Launch launch{context_.result->host_events[work.host_event].start_ns, work.duration_ns};
+  if (open_steps_ == 0 && context_.has_steps) unstepped_.push_back(launch);
+  const bool thread_has_model_events = calls_.size() > thread_first_call_ || open_steps_ + open_phases_ > 0;
+  if (!thread_has_model_events) thread_unphased_.push_back(launch);
+}
+
+void ModelTable::end_thread(size_t /*thread*/) {
+  if (thread_has_steps_) {
+    for (size_t i = thread_first_call_; i < calls_.size(); ++i) calls_[i].on_step_thread = true;
+  }
+  unphased_.insert(unphased_.end(), thread_unphased_.begin(), thread_unphased_.end());
+  thread_unphased_.clear();
+}
+
+namespace {
+
+// Adds each launch's duration to the call of `calls` open at its launch time
+// that `prefer(a, b)` ranks first among those that pass `eligible`. One
+// sweep over launches and calls in time order; the set of calls open at once
+// stays small (a step and a phase or two per thread).
+template <typename Call, typename Launch, typename Eligible, typename Prefer>
+void add_by_launch_time(const std::vector<Call>& calls, std::vector<Launch> launches, Eligible eligible, Prefer prefer,
+                        std::vector<uint64_t>& gpu) {
+  if (launches.empty()) return;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (eligible(calls[i])) order.push_back(i);
+  }
+  if (order.empty()) return;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a].start_ns < calls[b].start_ns; });
+  std::sort(launches.begin(), launches.end(), [](const Launch& a, const Launch& b) { return a.time_ns < b.time_ns; });
+  std::vector<size_t> open;
+  size_t next = 0;
+  for (const Launch& l : launches) {
+    while (next < order.size() && calls[order[next]].start_ns <= l.time_ns) open.push_back(order[next++]);
+    open.erase(std::remove_if(open.begin(), open.end(), [&](size_t i) { return calls[i].end_ns <= l.time_ns; }),
+               open.end());
+    if (open.empty()) continue;
+    size_t best = open.front();
+    for (size_t i : open) {
+      if (prefer(calls[i], calls[best])) best = i;
+    }
+    gpu[best] += l.duration_ns;
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> ModelTable::gpu_by_launch_time() const {
+  std::vector<uint64_t> gpu(calls_.size(), 0);
+  auto is_step = [](const Call& c) { return c.type == PK_EVENT_PROFILE_STEP; };
+  auto is_phase = [](const Call& c) { return c.type != PK_EVENT_PROFILE_STEP; };
+  auto later = [](const Call& a, const Call& b) { return a.start_ns > b.start_ns; };
+  auto on_step_thread_then_later = [](const Call& a, const Call& b) {
+    return a.on_step_thread != b.on_step_thread ? a.on_step_thread : a.start_ns > b.start_ns;
+  };
+  add_by_launch_time(calls_, unstepped_, is_step, later, gpu);
+  add_by_launch_time(calls_, unphased_, is_phase, on_step_thread_then_later, gpu);
+  return gpu;
 }
 
 SummaryTable ModelTable::table() const {
   const SummaryContext& c = context_;
+  std::array<CallStats, PK_EVENT_TYPE_COUNT> by_type{};
+  const std::vector<uint64_t> launched_elsewhere = gpu_by_launch_time();
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    CallStats& s = by_type[calls_[i].type];
+    ++s.calls;
+    s.cpu.add(duration_ns(calls_[i].start_ns, calls_[i].end_ns));
+    s.gpu.add(calls_[i].gpu_ns + launched_elsewhere[i]);
+  }
   SummaryTable t(SummaryView::kModel, "Model Summary", "Name");
   t.nested = true;
   t.has_device_data = c.has_device_data;
@@ -35,14 +121,14 @@ SummaryTable ModelTable::table() const {
   const double total = static_cast<double>(c.total_time_ns);
 
   bool any_phase = false;
-  for (uint32_t type : kPhases) any_phase |= by_type_[type].calls > 0;
+  for (uint32_t type : kPhases) any_phase |= by_type[type].calls > 0;
   if (!any_phase && !c.has_steps) {
     t.empty_reason = "no ProfileStep, Dataloader, Forward, Backward or Optimization events recorded";
     return t;
   }
 
   // The first row is the whole: ProfileStep's own figures, or the span.
-  const CallStats& steps = by_type_[PK_EVENT_PROFILE_STEP];
+  const CallStats& steps = by_type[PK_EVENT_PROFILE_STEP];
   if (c.has_steps) {
     SummaryRow& row = t.add_row("ProfileStep");
     fill_call_row(row, columns, steps, 0, total, total);
@@ -54,7 +140,7 @@ SummaryTable ModelTable::table() const {
 
   uint64_t phases_gpu = 0;
   for (uint32_t type : kPhases) {
-    const CallStats& s = by_type_[type];
+    const CallStats& s = by_type[type];
     if (s.calls == 0) continue;
     SummaryRow& row = t.add_row(std::string(event_type_name(type)), 1);
     fill_call_row(row, columns, s, 0, total, total);

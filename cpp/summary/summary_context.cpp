@@ -103,6 +103,7 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
 void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
   std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> by_type;
   std::map<uint32_t, IntervalMerger> kernels_by_device;
+  const bool window = r.info.end_ns > r.info.start_ns;
   for (const DeviceInfo& d : r.devices) {
     if (d.id >= 0) kernels_by_device.emplace(static_cast<uint32_t>(d.id), IntervalMerger());
   }
@@ -114,7 +115,14 @@ void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint
     *first = std::min(*first, e.start_ns);
     *last = std::max(*last, e.end_ns);
     by_type[e.type].add(e.start_ns, e.end_ns);
-    if (e.type == PK_EVENT_KERNEL) kernels_by_device[e.device].add(e.start_ns, e.end_ns);
+    if (e.type == PK_EVENT_KERNEL) {
+      // Utilization is per recorded span: the tail of kernels launched in
+      // the window that ran past its end does not count (it would read as
+      // more than 100 %).
+      const uint64_t start = window ? std::max(e.start_ns, r.info.start_ns) : e.start_ns;
+      const uint64_t end = window ? std::min(e.end_ns, r.info.end_ns) : e.end_ns;
+      kernels_by_device[e.device].add(start, end);  // an empty clip adds nothing
+    }
   }
   for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
     by_type[type].flush();

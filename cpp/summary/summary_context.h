@@ -37,8 +37,9 @@ struct SummaryContext {
   // across every stream of every device.
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> device_calls{};
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> device_union_ns{};
-  // Union of kernel time per device id, ascending by id; includes devices of
-  // the Result's device table that ran nothing.
+  // Union of kernel time per device id within the recorded window (when the
+  // Result has one), ascending by id; includes devices of the Result's device
+  // table that ran nothing.
   std::vector<std::pair<uint32_t, uint64_t>> kernel_union_by_device;
 
   IntervalList step_union;         // ProfileStep ranges

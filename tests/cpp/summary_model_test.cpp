@@ -74,6 +74,60 @@ TEST(SummaryModel, OthersIsStepTimeNoPhaseCovers) {
   EXPECT_EQ(value(t, "Others", "GPU Total"), 0);  // all step GPU work was launched in a phase
 }
 
+// PyTorch runs every CUDA backward operator on an autograd device thread,
+// which records no phase of its own: its launches belong to the phase open
+// at launch time on the thread that records the steps.
+TEST(SummaryModel, WorkLaunchedFromAHelperThreadBelongsToThePhaseOpenThen) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 0, 400);
+  b.launch(1, 100, 110, 1);
+  b.kernel("k_fwd", 150, 170, 1);  // 20 ns, launched in Forward on its thread
+  b.event(1, "backward", PK_EVENT_BACKWARD, 400, 900);
+  b.event(1, "prefetch", PK_EVENT_DATALOADER, 700, 950);  // nested, on the step thread
+  b.event(2, "aten::mm", PK_EVENT_OPERATOR, 450, 600);    // the autograd thread
+  b.launch(2, 500, 510, 2);
+  b.kernel("k_bwd", 520, 550, 2);                       // 30 ns
+  b.launch(2, 800, 810, 3);                             // Backward and the nested Dataloader are open:
+  b.kernel("k_bwd2", 820, 825, 3);                      // the latest to start, the Dataloader, has it
+  b.event(3, "worker", PK_EVENT_DATALOADER, 440, 520);  // a phase on a thread with no steps
+  b.launch(4, 460, 470, 4);                             // both open: the step thread's wins
+  b.kernel("k_other", 480, 487, 4);
+  b.launch(4, 1200, 1210, 5);  // after every step and phase: nowhere
+  b.kernel("k_late", 1220, 1300, 5);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Forward", "GPU Total"), 20);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 37);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 5);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Max"), 5);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 62);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 0);
+}
+
+// A thread that records phases keeps its own: its launches outside them are
+// "Others" even while another thread's phase is open; and its launches
+// inside a phase but outside a step on its own thread still count for the
+// step open at the time.
+TEST(SummaryModel, PhaseThreadsKeepTheirLaunchesAndStepsCountEveryThread) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 100, 500);
+  b.launch(1, 200, 210, 1);
+  b.kernel("k_fwd", 220, 240, 1);  // 20 ns in Forward
+  b.launch(1, 600, 610, 2);
+  b.kernel("k_loose", 620, 630, 2);  // 10 ns in the step, in no phase
+  b.event(2, "next batch", PK_EVENT_DATALOADER, 550, 700);
+  b.launch(2, 560, 570, 3);
+  b.kernel("h2d", 580, 610, 3, 0, 8);  // 30 ns in the other thread's Dataloader
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Forward", "GPU Total"), 20);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 30);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 60);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 10);
+}
+
 TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
   TraceBuilder b(0, 1000);
   b.event(1, "forward", PK_EVENT_FORWARD, 100, 400);

@@ -38,6 +38,19 @@ TEST(SummaryDevice, CpuAndGpuUtilizationOverTheWindow) {
   EXPECT_EQ(t.notes[0], "Elapsed time = 0.00 ms (the recorded span).");
 }
 
+// Kernels launched in the window run on after it ends (the GPU is
+// asynchronous, and CUPTI delivers them at the flush): only their part
+// inside the span is utilization, which never reads above 100 %.
+TEST(SummaryDevice, KernelsPastTheSpanCountOnlyInsideIt) {
+  TraceBuilder b(0, 100);
+  b.add_device(0);
+  b.kernel("k", 50, 200, 1);
+  b.kernel("k", 200, 350, 2);  // wholly after the span
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDevice);
+  EXPECT_DOUBLE_EQ(value(t, "GPU 0", "Utilization (%)"), 50.0);
+}
+
 TEST(SummaryDevice, MissingCpuFiguresShowAsMissing) {
   TraceBuilder b(0, 100);
   auto r = b.build();
