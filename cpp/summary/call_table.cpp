@@ -63,4 +63,10 @@ void add_sorted_rows(SummaryTable& table, const CallColumns& columns, std::vecto
   }
 }
 
+std::string untimed_note(uint64_t untimed_calls) {
+  const bool one = untimed_calls == 1;
+  return std::to_string(untimed_calls) + (one ? " GPU record" : " GPU records") +
+         " had no timestamps (CUPTI gave none): counted in Calls, not in the GPU times.";
+}
+
 }  // namespace profkit

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,12 @@ void sort_by_key(std::vector<T>& items, SortKey key, StatsOf stats_of, LabelOf l
     return sorts_before(sort_value(stats_of(a), key), label_of(a), sort_value(stats_of(b), key), label_of(b), key);
   });
 }
+
+// GPU records CUPTI gave no timestamps for (PK_DEVICE_EVENT_NO_TIMING) count
+// as calls but not in the times, where a 0 would drag Avg and Min down;
+// untimed_note says so under the table.
+inline bool lacks_timing(const pk_device_event& e) noexcept { return (e.flags & PK_DEVICE_EVENT_NO_TIMING) != 0; }
+std::string untimed_note(uint64_t untimed_calls);
 
 // The OS thread id of thread index `thread`, 0 if out of range.
 uint64_t thread_id(const Result& result, uint32_t thread) noexcept;

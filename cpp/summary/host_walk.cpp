@@ -51,7 +51,8 @@ class Walk {
     for (HostEventVisitor* v : visitors) {
       const uint32_t mask = v->type_mask();
       for (uint32_t t = 0; t < PK_EVENT_TYPE_COUNT; ++t) {
-        if (mask & type_bit(t)) by_type_[t].push_back({v, v->name_filter()});
+        const bool any_name = (v->types_past_name_filter() & type_bit(t)) != 0;
+        if (mask & type_bit(t)) by_type_[t].push_back({v, any_name ? nullptr : v->name_filter()});
       }
       if (v->wants_launches()) launch_visitors_.push_back(v);
     }

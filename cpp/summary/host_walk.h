@@ -76,6 +76,8 @@ class HostEventVisitor {
   // for events whose name id has a nonzero entry (ids past the end: no).
   // Must stay valid for the walk.
   virtual const std::vector<uint8_t>* name_filter() const { return nullptr; }
+  // Types of type_mask() called whatever their name (bit t: type t).
+  virtual uint32_t types_past_name_filter() const { return 0; }
   virtual void begin_thread(size_t /*thread*/) {}
   // After the thread's last event has closed.
   virtual void end_thread(size_t /*thread*/) {}

@@ -16,12 +16,17 @@ SummaryTable make_kernel_table(const SummaryContext& c) {
   DeviceNames names(r.strings);
   std::vector<CallStats> stats;
   uint64_t all_kernels_ns = 0;
+  uint64_t untimed = 0;
   for (const pk_device_event& e : r.device_events) {
     if (e.type != PK_EVENT_KERNEL) continue;
     const uint32_t id = names.id_of(e);
     if (id >= stats.size()) stats.resize(id + 1);
-    const uint64_t ns = duration_ns(e.start_ns, e.end_ns);
     ++stats[id].calls;
+    if (lacks_timing(e)) {
+      ++untimed;
+      continue;
+    }
+    const uint64_t ns = duration_ns(e.start_ns, e.end_ns);
     stats[id].gpu.add(ns);
     all_kernels_ns += ns;
   }
@@ -35,6 +40,7 @@ SummaryTable make_kernel_table(const SummaryContext& c) {
   }
   add_sorted_rows(t, columns, entries, c, 0, static_cast<double>(all_kernels_ns));
   t.notes.push_back("Ratio = kernel time / time of all kernels. Names drop template arguments and parameters.");
+  if (untimed > 0) t.notes.push_back(untimed_note(untimed));
   return t;
 }
 

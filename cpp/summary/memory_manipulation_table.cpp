@@ -33,11 +33,16 @@ SummaryTable MemoryManipulationTable::table() {
 
   DeviceNames device_names(r.strings);
   std::vector<CallStats> device_stats;
+  uint64_t untimed = 0;
   for (const pk_device_event& e : r.device_events) {
     if (e.type != PK_EVENT_MEMCPY && e.type != PK_EVENT_MEMSET) continue;
     const uint32_t id = device_names.id_of(e);
     if (id >= device_stats.size()) device_stats.resize(id + 1);
     ++device_stats[id].calls;
+    if (lacks_timing(e)) {
+      ++untimed;
+      continue;
+    }
     device_stats[id].gpu.add(duration_ns(e.start_ns, e.end_ns));
   }
 
@@ -55,6 +60,7 @@ SummaryTable MemoryManipulationTable::table() {
   const double total = static_cast<double>(context_.total_time_ns);
   add_sorted_rows(t, columns, entries, context_, total, total);
   t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ").");
+  if (untimed > 0) t.notes.push_back(untimed_note(untimed));
   return t;
 }
 

@@ -1,6 +1,6 @@
-// Memory Manipulation Summary: host events whose name mentions memcpy or
-// memset (any case; cudaMemcpyAsync, aten::memset_, a user's "memcpy" range)
-// with their CPU time and the GPU time of the work they launched, and the
+// Memory Manipulation Summary: host events of type Memcpy or Memset, or
+// whose name mentions memcpy or memset (any case; cudaMemcpyAsync,
+// aten::memset_, a user's "memcpy" range) with their CPU time and the GPU time of the work they launched, and the
 // GPU memcpy / memset records themselves by name ("Memcpy HtoD") with their
 // GPU time. Ratios to total_time; ordered by sorted_by.
 //
@@ -22,6 +22,9 @@ class MemoryManipulationTable : public HostEventVisitor {
   explicit MemoryManipulationTable(const SummaryContext& context);
   uint32_t type_mask() const override { return (1u << PK_EVENT_TYPE_COUNT) - 1; }
   const std::vector<uint8_t>* name_filter() const override { return &memory_name_; }
+  uint32_t types_past_name_filter() const override {
+    return type_bit(PK_EVENT_MEMCPY) | type_bit(PK_EVENT_MEMSET);  // RecordEvent(..., Memcpy) of any name
+  }
   void on_close(const OpenStack& stack, const OpenEvent& closed) override;
   SummaryTable table();
 

@@ -159,6 +159,11 @@ SummaryTable ModelTable::table() const {
   }
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() +
                     "). Others = total time not covered by Dataloader, Forward, Backward or Optimization.");
+  if (c.has_device_data) {
+    t.notes.push_back(
+        "GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make "
+        "it exceed the call's time.");
+  }
   return t;
 }
 

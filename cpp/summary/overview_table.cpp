@@ -46,6 +46,12 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
   for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
     if (type == PK_EVENT_PROFILE_STEP) continue;
     if (is_device_type(type)) {
+      // A host event may carry a GPU type too (a RecordEvent of type Memcpy
+      // around a host-side copy): a CPU row of its own, apart from the GPU
+      // records' row.
+      if (c.host_calls[type] > 0) {
+        host.push_back({type, c.host_calls[type], static_cast<double>(c.host_union_ns[type]), kMissing});
+      }
       if (c.device_calls[type] > 0) {
         device.push_back({type, c.device_calls[type], kMissing, static_cast<double>(c.device_union_ns[type])});
       }

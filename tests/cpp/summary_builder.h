@@ -42,9 +42,9 @@ class TraceBuilder {
     return *this;
   }
   TraceBuilder& device(const std::string& text, pk_event_type type, uint64_t start, uint64_t end, uint32_t correlation,
-                       uint16_t device_id = 0, uint32_t stream = 7) {
-    builder_.add_device_event(
-        {start, end, 0, name(text), correlation, stream, 1, device_id, static_cast<uint8_t>(type), 0, PK_NO_DETAIL});
+                       uint16_t device_id = 0, uint32_t stream = 7, uint8_t flags = 0) {
+    builder_.add_device_event({start, end, 0, name(text), correlation, stream, 1, device_id, static_cast<uint8_t>(type),
+                               flags, PK_NO_DETAIL});
     return *this;
   }
   TraceBuilder& kernel(const std::string& text, uint64_t start, uint64_t end, uint32_t correlation,

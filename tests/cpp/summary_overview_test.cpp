@@ -67,6 +67,28 @@ TEST(SummaryOverview, RowsLargestFirstHostThenGpu) {
   EXPECT_TRUE(t.nested);
 }
 
+// Host events may carry a GPU type (RecordEvent(..., TracerEventType.Memcpy)):
+// they get a CPU row of their own, apart from the GPU records of that type.
+TEST(SummaryOverview, HostEventsOfGpuTypesGetCpuRows) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "h2d_copy", PK_EVENT_MEMCPY, 100, 300);
+  b.event(1, "my_kernel_launch", PK_EVENT_KERNEL, 400, 450);
+  b.launch(1, 500, 510, 1);
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 520, 620, 1);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(profkit_test::labels(t, 1), (std::vector<std::string>{"Memcpy", "Kernel", "CudaRuntime", "Memcpy"}));
+  // Two rows share the label Memcpy: read them by position.
+  const auto cpu_time = static_cast<size_t>(t.find_column("CPU Time") - 1);
+  const auto gpu_time = static_cast<size_t>(t.find_column("GPU Time") - 1);
+  EXPECT_EQ(t.rows[1].values[cpu_time], 200);  // the host Memcpy row
+  EXPECT_TRUE(std::isnan(t.rows[1].values[gpu_time]));
+  EXPECT_EQ(t.rows[2].values[cpu_time], 50);   // Kernel, a host range
+  EXPECT_EQ(t.rows[4].values[gpu_time], 100);  // the GPU Memcpy row
+  EXPECT_TRUE(std::isnan(t.rows[4].values[cpu_time]));
+}
+
 TEST(SummaryOverview, TotalTimeIsTheUnionOfSteps) {
   TraceBuilder b(0, 10000);  // the window does not matter when steps exist
   b.step(1, 0, 0, 100).step(1, 1, 100, 300).step(1, 2, 500, 600);

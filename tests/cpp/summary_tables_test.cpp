@@ -172,6 +172,27 @@ TEST(SummaryKernel, ShortNamesMergeInstantiationsRatioToAllKernels) {
   EXPECT_EQ(profkit_test::labels(limited), (std::vector<std::string>{"gemm"}));
 }
 
+// A record CUPTI gave no timestamps for is a call of unknown length: in
+// Calls, not in Avg / Min (as a 0 it would halve this Avg and zero the Min).
+TEST(SummaryKernel, RecordsWithoutTimingCountAsCallsOnly) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.kernel("gemm", 100, 140, 1);
+  b.device("gemm", PK_EVENT_KERNEL, 500, 500, 2, 0, 7, PK_DEVICE_EVENT_NO_TIMING);
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 200, 230, 3);
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 500, 500, 4, 0, 7, PK_DEVICE_EVENT_NO_TIMING);
+  auto r = b.build();
+  const profkit::SummaryTable k = profkit_test::table_of(*r, SummaryView::kKernel);
+  EXPECT_EQ(value(k, "gemm", "Calls"), 2);
+  EXPECT_EQ(value(k, "gemm", "GPU Avg"), 40);
+  EXPECT_EQ(value(k, "gemm", "GPU Min"), 40);
+  EXPECT_NE(k.notes.back().find("1 GPU record had no timestamps"), std::string::npos);
+  const profkit::SummaryTable m = profkit_test::table_of(*r, SummaryView::kMemoryManipulation);
+  EXPECT_EQ(value(m, "Memcpy HtoD", "Calls"), 2);
+  EXPECT_EQ(value(m, "Memcpy HtoD", "GPU Min"), 30);
+  EXPECT_NE(m.notes.back().find("no timestamps"), std::string::npos);
+}
+
 TEST(SummaryKernel, NoKernelsSaysSo) {
   TraceBuilder b(0, 10);
   auto r = b.build();
@@ -197,6 +218,21 @@ TEST(SummaryMemoryManipulation, MemcpyAndMemsetLikeHostEventsAndGpuRecords) {
   EXPECT_TRUE(std::isnan(value(t, "Memcpy HtoD", "CPU Total")));
   EXPECT_DOUBLE_EQ(value(t, "Memset", "GPU Ratio(%)"), 5.0);
   EXPECT_EQ(profkit_test::row_index(t, "aten::add"), -1);
+}
+
+// RecordEvent("h2d_copy", TracerEventType.Memcpy): the type says memory
+// manipulation whatever the name.
+TEST(SummaryMemoryManipulation, HostEventsOfMemcpyOrMemsetTypeOfAnyName) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "h2d_copy", PK_EVENT_MEMCPY, 100, 300);
+  b.event(1, "zero_grads", PK_EVENT_MEMSET, 400, 450);
+  b.event(1, "launch_kernel", PK_EVENT_KERNEL, 500, 600);  // not memory
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kMemoryManipulation);
+  EXPECT_EQ(profkit_test::labels(t), (std::vector<std::string>{"h2d_copy", "zero_grads"}));
+  EXPECT_EQ(value(t, "h2d_copy", "CPU Total"), 200);
+  EXPECT_EQ(value(t, "zero_grads", "Calls"), 1);
 }
 
 TEST(SummaryUserDefined, BothUserTypesByNameWithGpuAndThreads) {

@@ -73,6 +73,7 @@ ProfileStep   2      3.00 / 1.50 / 2.00 / 1.00 / 100.00      0.40 / 0.20 / 0.40 
   Others      -      1.90 / - / - / - / 63.33                0.00 / - / - / - / 0.00
 ------------  -----  --------------------------------------  --------------------------------------
 Note: Ratio = time / total time (ProfileStep). Others = total time not covered by Dataloader, Forward, Backward or Optimization.
+Note: GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make it exceed the call's time.
 
 )";
 
