@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -76,6 +77,7 @@ class ChromeTraceWriter {
     launches_.erase(std::unique(launches_.begin(), launches_.end(),
                                 [](const auto& a, const auto& b) { return a.first == b.first; }),
                     launches_.end());
+    find_crossing_events();
     threads_with_memory_.assign(r.threads.size(), false);
     for (const pk_memory_event& m : r.memory_events) {
       if (m.thread < r.threads.size()) threads_with_memory_[m.thread] = true;
@@ -120,6 +122,9 @@ class ChromeTraceWriter {
     buf_.advance(std::to_chars(p, p + 24, v).ptr);
   }
   void put_double(double v) {
+    // JSON has no NaN or infinity; only a damaged loaded file holds them
+    // (the CUPTI path guards its divisions), and they carry no figure.
+    if (!std::isfinite(v)) v = 0.0;
     char tmp[32];
     const int n = std::snprintf(tmp, sizeof tmp, "%.6g", v);
     put(std::string_view(tmp, static_cast<size_t>(n)));
@@ -157,7 +162,32 @@ class ChromeTraceWriter {
     put(std::string_view(tmp, static_cast<size_t>(n)));
   }
 
-  uint64_t host_lane(uint64_t tid, uint32_t type) const { return is_python_layer(type) ? tid : tid + kCppLaneOffset; }
+  static uint64_t host_lane(uint64_t tid, uint32_t type, bool crossing = false) {
+    return tid + (is_python_layer(type) ? 0 : kCppLaneOffset) + (crossing ? kOverlapLaneOffset : 0);
+  }
+  bool is_crossing(uint64_t event) const { return std::binary_search(crossing_.begin(), crossing_.end(), event); }
+
+  // Host events that outlive an enclosing event of their lane (see
+  // kOverlapLaneOffset), into crossing_. Events of a thread are in start
+  // order, enclosing first, so a stack of open ends per lane finds them.
+  void find_crossing_events() {
+    std::vector<uint64_t> open_ends[2];  // Python lane, C++ lane
+    for (const ThreadRecord& th : r_.threads) {
+      open_ends[0].clear();
+      open_ends[1].clear();
+      for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
+        const pk_host_event& e = r_.host_events[i];
+        if ((e.flags & PK_HOST_EVENT_INSTANT) != 0) continue;
+        std::vector<uint64_t>& ends = open_ends[is_python_layer(e.type) ? 0 : 1];
+        while (!ends.empty() && ends.back() <= e.start_ns) ends.pop_back();
+        if (!ends.empty() && ends.back() < e.end_ns) {
+          crossing_.push_back(i);
+          continue;
+        }
+        ends.push_back(e.end_ns);
+      }
+    }
+  }
   uint64_t device_pid(uint32_t device) const { return pid_ + kDeviceProcessStride * (device + 1ull); }
 
   // ---- metadata events ----
@@ -191,19 +221,23 @@ class ChromeTraceWriter {
         (is_python_layer(r_.host_events[i].type) ? has_python : has_cpp) = true;
         if (has_python && has_cpp) break;
       }
-      // Python lane directly above the C++ lane of the same thread.
-      const std::string sort = std::to_string(2 * t);
-      const std::string sort_cpp = std::to_string(2 * t + 1);
-      if (has_python) {
-        meta_event("thread_name", pid_, th.tid, "name",
-                   json_quoted(base + " (Python) [" + std::to_string(th.tid) + "]"));
-        meta_event("thread_sort_index", pid_, th.tid, "sort_index", sort);
+      bool python_overlaps = false;
+      bool cpp_overlaps = false;
+      for (auto it = std::lower_bound(crossing_.begin(), crossing_.end(), th.first_event);
+           it != crossing_.end() && *it < th.first_event + th.event_count; ++it) {
+        (is_python_layer(r_.host_events[*it].type) ? python_overlaps : cpp_overlaps) = true;
       }
-      if (has_cpp) {
-        const uint64_t lane = th.tid + kCppLaneOffset;
-        meta_event("thread_name", pid_, lane, "name", json_quoted(base + " (C++) [" + std::to_string(th.tid) + "]"));
-        meta_event("thread_sort_index", pid_, lane, "sort_index", sort_cpp);
-      }
+      // Per thread: Python lane, its overlap lane, C++ lane, its overlap lane.
+      auto lane_metadata = [&](uint64_t lane, const char* what, size_t position) {
+        meta_event("thread_name", pid_, lane, "name",
+                   json_quoted(base + " (" + what + ") [" + std::to_string(th.tid) + "]"));
+        meta_event("thread_sort_index", pid_, lane, "sort_index", std::to_string(4 * t + position));
+      };
+      if (has_python) lane_metadata(host_lane(th.tid, PK_EVENT_PYTHON_USER_DEFINED), "Python", 0);
+      if (python_overlaps)
+        lane_metadata(host_lane(th.tid, PK_EVENT_PYTHON_USER_DEFINED, true), "Python, overlapping", 1);
+      if (has_cpp) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED), "C++", 2);
+      if (cpp_overlaps) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED, true), "C++, overlapping", 3);
     }
     std::set<std::pair<uint32_t, uint32_t>> lanes;  // (device, stream)
     for (const pk_device_event& d : r_.device_events) lanes.emplace(d.device, d.stream);
@@ -245,6 +279,7 @@ class ChromeTraceWriter {
     const pk_event_arg* arg = r_.event_args.begin();
     const pk_event_arg* args_end = r_.event_args.end();
     auto launch = launches_.cbegin();
+    auto crossing = crossing_.cbegin();
     for (const ThreadRecord& th : r_.threads) {
       // The end of every event on a lane is the same: pid, tid, brace.
       const std::string python_tail = ",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(th.tid);
@@ -254,11 +289,13 @@ class ChromeTraceWriter {
         const pk_host_event& e = r_.host_events[i];
         while (arg != args_end && arg->event < i) ++arg;
         while (launch != launches_.cend() && launch->first < i) ++launch;
+        while (crossing != crossing_.cend() && *crossing < i) ++crossing;
         const bool has_args = arg != args_end && arg->event == i;
         const bool launched = launch != launches_.cend() && launch->first == i;
         const bool instant = (e.flags & PK_HOST_EVENT_INSTANT) != 0;
-        if (instant || has_args || launched || options_.label_durations) {
-          write_host_event_slow(e, th, arg, args_end, instant, launched ? launch->second : kNoCorrelation);
+        const bool crosses = crossing != crossing_.cend() && *crossing == i;
+        if (instant || has_args || launched || crosses || options_.label_durations) {
+          write_host_event_slow(e, th, arg, args_end, instant, crosses, launched ? launch->second : kNoCorrelation);
           continue;
         }
         // The common case, formatted in one go.
@@ -282,7 +319,7 @@ class ChromeTraceWriter {
   }
 
   void write_host_event_slow(const pk_host_event& e, const ThreadRecord& th, const pk_event_arg*& arg,
-                             const pk_event_arg* args_end, bool instant, uint64_t correlation_id) {
+                             const pk_event_arg* args_end, bool instant, bool crosses, uint64_t correlation_id) {
     const uint64_t i = static_cast<uint64_t>(&e - r_.host_events.data());
     begin_event(instant ? "i" : "X", e.type, e.name, e.start_ns, e.end_ns);
     if (instant) {
@@ -294,7 +331,7 @@ class ChromeTraceWriter {
     put(",\"pid\":");
     put_uint(pid_);
     put(",\"tid\":");
-    put_uint(host_lane(th.tid, e.type));
+    put_uint(host_lane(th.tid, e.type, crosses));
     const bool has_args = arg != args_end && arg->event == i;
     if (has_args || correlation_id != kNoCorrelation) {
       put(",\"args\":{");
@@ -473,7 +510,7 @@ class ChromeTraceWriter {
       put(",\"pid\":");
       put_uint(pid_);
       put(",\"tid\":");
-      put_uint(host_lane(tid, launch.type));
+      put_uint(host_lane(tid, launch.type, is_crossing(d.launch_event)));
       put_char('}');
       open_event();
       put("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
@@ -591,6 +628,7 @@ class ChromeTraceWriter {
   std::vector<std::string> names_;
   std::vector<std::pair<uint64_t, uint32_t>> launches_;  // (runtime call's host event, correlation id), sorted
   std::vector<bool> threads_with_memory_;
+  std::vector<uint64_t> crossing_;  // host events on an overlap lane, ascending
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;
   uint64_t base_ns_ = 0;

@@ -43,7 +43,14 @@ void export_chrome_trace(const Result& result, const std::string& path, const Ch
 constexpr uint64_t kChromeTraceJsonVersion = 2;
 
 // Lane ids, shared with tools that merge traces.
-constexpr uint64_t kCppLaneOffset = 1000000000ull;      // tid of a thread's C++ lane = tid + offset
+constexpr uint64_t kCppLaneOffset = 1000000000ull;  // tid of a thread's C++ lane = tid + offset
+// A lane holds properly nested slices only. A host event that outlives an
+// enclosing one on its lane (a RecordEvent begun in one step and ended in
+// the next: steps are not on the recording stack) goes to the lane's
+// overlap lane: tid + kOverlapLaneOffset (Python), + kCppLaneOffset more
+// (C++). Every lane id is a tid plus a multiple of kCppLaneOffset.
+constexpr uint64_t kOverlapLaneOffset = 2 * kCppLaneOffset;
+constexpr uint64_t thread_of_lane_id(uint64_t lane) noexcept { return lane % kCppLaneOffset; }
 constexpr uint64_t kDeviceProcessStride = 10000000ull;  // GPU d of pid p = p + stride * (d + 1)
 
 }  // namespace profkit

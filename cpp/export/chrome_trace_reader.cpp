@@ -178,7 +178,7 @@ class ChromeTraceLoader {
   }
   uint32_t thread_of_lane(const JsonTraceEvent& e) {
     const uint64_t lane = number(e.tid, "tid");
-    return builder_.thread(lane >= kCppLaneOffset ? lane - kCppLaneOffset : lane);
+    return builder_.thread(thread_of_lane_id(lane));
   }
 
   void thread_label(const JsonTraceEvent& e) {
@@ -463,7 +463,7 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
   }
   for (const ThreadLabel& label : labels_) {
     if (label.pid != host_pid) continue;  // a GPU's stream lanes
-    const uint64_t tid = label.lane >= kCppLaneOffset ? label.lane - kCppLaneOffset : label.lane;
+    const uint64_t tid = thread_of_lane_id(label.lane);
     builder_.set_thread_name(builder_.thread(tid), thread_name_from_lane(label.label, tid));
   }
   for (const auto& fields : meta.devices) {

@@ -148,12 +148,13 @@ def _whole_number(name: str, value: Any, *, minimum: int) -> int:
     return value
 
 
-def _losses(info: Dict[str, Any]) -> str:
-    """What a window's info says it lost while recording, with the remedy; "" when nothing."""
+def _losses(info: Dict[str, Any], memory_cap: int) -> str:
+    """What a window's info says it lost while recording, with the remedy; "" when nothing.
+    ``memory_cap``: the cap the window recorded under."""
     parts = []
     if info["dropped_events"]:
         parts.append(
-            f"{info['dropped_events']} past the engine's memory cap of {_C.get_memory_cap()} bytes "
+            f"{info['dropped_events']} past the engine's memory cap of {memory_cap} bytes "
             "(raise it with Profiler(memory_cap=...), or record fewer steps per window)"
         )
     if info["overflowed_events"]:
@@ -532,7 +533,9 @@ class Profiler:
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
         self._result = ProfilerResult(result)
         self._windows += 1
-        lost = _losses(self._result.info)
+        # The window's own cap: at stop() the engine's is already put back.
+        cap = self.memory_cap if self.memory_cap is not None else _C.get_memory_cap()
+        lost = _losses(self._result.info, cap)
         if lost:
             warn_at_caller(f"profkit: this recording window lost events: {lost}. Its summary and trace files lack them.")
         if improper:

@@ -215,6 +215,76 @@ TEST(ChromeImport, TiesNestingMemoryOnlyThreadsAndManyEventsSurvive) {
   expect_same_result(*original, *export_and_read(*original, dir.file("ties.trace.json")));
 }
 
+// Steps are not on the recording stack, so a range begun in one step and
+// ended in the next crosses the step's end. A viewer's lane holds nested
+// slices only: such events go to an overlap lane of their thread, which
+// reads back as that thread.
+TEST(ChromeImport, EventsCrossingAnEnclosingOneGetAnOverlapLaneAndLoadBack) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 7;
+  info.start_ns = 1'000;
+  info.end_ns = 9'000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t step0 = b.add_string("ProfileStep#0");
+  const uint32_t step1 = b.add_string("ProfileStep#1");
+  const uint32_t prefetch = b.add_string("prefetch");
+  const uint32_t op = b.add_string("aten::add");
+  const uint32_t t = b.thread(100);
+  b.add_event(t, {1'000, 3'000, step0, PK_EVENT_PROFILE_STEP, 0, 0});
+  b.add_event(t, {1'500, 2'000, prefetch, PK_EVENT_PYTHON_USER_DEFINED, 0, 0});  // nested: stays
+  b.add_event(t, {2'500, 4'000, prefetch, PK_EVENT_PYTHON_USER_DEFINED, 0, 0});  // crosses step 0's end
+  b.add_event(t, {2'600, 2'700, op, PK_EVENT_OPERATOR, 1, 0});                   // C++ lane: nested
+  b.add_event(t, {3'000, 5'000, step1, PK_EVENT_PROFILE_STEP, 0, 0});
+  auto original = b.finish();
+  const std::string path = dir.file("crossing.trace.json");
+  export_chrome_trace(*original, path, ChromeOptions{});
+  const std::string json = profkit_test::read_file(path);
+  auto lane_of = [&](const std::string& ts) {
+    const size_t at = json.find("\"ts\":" + ts + ",");
+    EXPECT_NE(at, std::string::npos) << ts;
+    const size_t tid = json.find("\"tid\":", at) + 6;
+    return std::stoull(json.substr(tid, json.find_first_of(",}", tid) - tid));
+  };
+  EXPECT_EQ(lane_of("0.500"), 100u);                       // the nested prefetch (ts relative to 1 µs)
+  EXPECT_EQ(lane_of("1.500"), 100u + kOverlapLaneOffset);  // the crossing one
+  EXPECT_EQ(lane_of("1.600"), 100u + kCppLaneOffset);      // its operator
+  EXPECT_EQ(lane_of("2.000"), 100u);                       // step 1
+  EXPECT_NE(json.find("\"name\":\"Thread 100 (Python, overlapping) [100]\""), std::string::npos);
+  EXPECT_EQ(json.find("C++, overlapping"), std::string::npos);
+  expect_same_result(*original, *read_chrome_trace(path));
+}
+
+// A damaged .pktrace can hold any float; JSON has no NaN or infinity, and
+// the export must stay a file every reader (and load) accepts.
+TEST(ChromeImport, NonFiniteKernelFiguresExportAsZero) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 7;
+  info.start_ns = 100;
+  info.end_ns = 900;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t kernel = b.add_string("k");
+  pk_kernel_detail k{};
+  k.blocks_per_sm = std::nanf("");
+  k.warps_per_sm = HUGE_VALF;
+  k.occupancy = 0.5f;
+  b.add_device_event({200, 300, 0, kernel, 1, 7, 1, 0, PK_EVENT_KERNEL, 0, b.add_kernel_detail(k)});
+  auto original = b.finish();
+  const std::string path = dir.file("nan.trace.json");
+  export_chrome_trace(*original, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  EXPECT_EQ(json.find("nan"), std::string::npos);
+  EXPECT_EQ(json.find("inf"), std::string::npos);
+  EXPECT_NE(json.find("\"blocks per SM\":0,"), std::string::npos);
+  const auto loaded = read_chrome_trace(path);
+  ASSERT_EQ(loaded->kernel_details.size(), 1u);
+  EXPECT_EQ(loaded->kernel_details[0].blocks_per_sm, 0.0f);
+  EXPECT_EQ(loaded->kernel_details[0].occupancy, 0.5f);
+}
+
 TEST(ChromeImport, GpuWorkWithoutHostEventsMakesNoThreadsOfItsStreams) {
   TempDir dir;
   ResultInfo info;

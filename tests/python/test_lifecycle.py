@@ -554,7 +554,8 @@ def engine_memory_cap():
 
 def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_memory_cap):
     windows = []
-    with pytest.warns(ProfilerWarning, match=r"lost events: \d+ past the engine's memory cap .*memory_cap=") as caught:
+    lost = r"lost events: \d+ past the engine's memory cap of 262144 bytes .*memory_cap="  # the window's cap
+    with pytest.warns(ProfilerWarning, match=lost) as caught:
         with Profiler(on_trace_ready=lambda p: windows.append(p.profiler_result), memory_cap=256 << 10) as p:
             assert _C.get_memory_cap() == 256 << 10  # set at start: one record buffer, ~10 k events
             for _ in range(3):
