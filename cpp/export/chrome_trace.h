@@ -39,8 +39,10 @@ void export_chrome_trace(const Result& result, const std::string& path, const Ch
 // The layout version in the "profkit" object ("trace_json_version"). 2 added
 // what load needs to rebuild a Result: "[memory]" instants with every
 // allocation's address and size, runtime calls' correlation ids, the CPU
-// usage fields and the event counts. Files without it are layout 1.
-constexpr uint64_t kChromeTraceJsonVersion = 2;
+// usage fields and the event counts. 3 added the overlap lanes (below),
+// which an older reader would load as threads of their own. Files without
+// it are layout 1.
+constexpr uint64_t kChromeTraceJsonVersion = 3;
 
 // Lane ids, shared with tools that merge traces.
 constexpr uint64_t kCppLaneOffset = 1000000000ull;  // tid of a thread's C++ lane = tid + offset

@@ -453,7 +453,7 @@ TEST(ChromeImport, BadFilesGiveClearErrors) {
                     PK_ERR_CORRUPT, "not one profkit wrote");
   expect_read_error(bad("merged.json", replaced(good, "\"profkit\":{", "\"profkit\":{\"merged_from\":[{},{}],")),
                     PK_ERR_CORRUPT, "merged from 2 traces");
-  expect_read_error(bad("newer.json", replaced(good, "\"trace_json_version\":2", "\"trace_json_version\":3")),
+  expect_read_error(bad("newer.json", replaced(good, "\"trace_json_version\":3", "\"trace_json_version\":4")),
                     PK_ERR_VERSION, "newer profkit");
   expect_read_error(bad("count.json", replaced(good, "\"host_event_count\":", "\"host_event_count\":1")),
                     PK_ERR_CORRUPT, "cut short or edited");
@@ -538,7 +538,7 @@ TEST(ChromeImport, ALayoutOneFileLoadsAndSaysWhatItLacks) {
   const std::string path = dir.file("v1.trace.json");
   export_chrome_trace(*original, path, {});
   // What layout 1 wrote: no version, no memory instants, no CPU usage.
-  std::string text = replaced(read_file(path), "\"trace_json_version\":2,", "");
+  std::string text = replaced(read_file(path), "\"trace_json_version\":3,", "");
   text = replaced(text, "\"memory_event_count\":1,", "");
   text = replaced(text, "\"process_cpu_ns\":11,\"system_busy_ns\":12,\"system_idle_ns\":13,\"cpu_count\":2,", "");
   const size_t memory = text.find("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"Memory\"");
