@@ -14,11 +14,16 @@ namespace profkit {
 
 namespace {
 
+// The temporary sits in the target's directory (rename is atomic only within
+// one file system) under a short name of its own: appending to the target's
+// name would fail for a valid name near NAME_MAX, and a leading dot keeps a
+// temporary left by a killed process out of `profkit merge dir/*` and ls.
 std::string temp_name_for(const std::string& path) {
   std::random_device rd;
-  char suffix[64];
-  std::snprintf(suffix, sizeof suffix, ".tmp.%d.%08x", static_cast<int>(getpid()), rd());
-  return path + suffix;
+  char name[64];
+  std::snprintf(name, sizeof name, ".profkit-tmp.%d.%08x%08x", static_cast<int>(getpid()), rd(), rd());
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(name) : path.substr(0, slash + 1) + name;
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace profkit {
 
 class AtomicFileWriter {
  public:
-  // Creates the temporary file next to `path`.
+  // Creates the temporary file in `path`'s directory, named
+  // ".profkit-tmp.<pid>.<random>" (hidden, and short whatever `path` is).
   explicit AtomicFileWriter(std::string path, size_t buffer_bytes = 4 << 20);
   ~AtomicFileWriter();  // removes the temporary unless committed
   AtomicFileWriter(const AtomicFileWriter&) = delete;

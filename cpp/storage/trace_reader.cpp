@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/mapped_file.h"
+#include "storage/file_bytes.h"
 #include "storage/record_layouts.h"
 #include "storage/trace_file.h"
 #include "trace_generated.h"
@@ -32,7 +32,7 @@ std::string foreign_file_problem(const uint8_t* data, size_t size) {
   return "it is not a profkit trace (no 'PKTR' file identifier)";
 }
 
-// A record column read in place from the mapped file, or copied when it is
+// A record column read in place from the file's bytes, or copied when it is
 // not aligned for its records. profkit's writer aligns every one, but the
 // FlatBuffers verifier only checks a vector's 4-byte length, so a damaged or
 // foreign file can place 8-byte records 4 bytes off: reading those in place
@@ -53,6 +53,45 @@ Column<Record> borrow(const flatbuffers::Vector<const Schema*>* v) {
 
 std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
 
+// Every host event, thread by thread (the thread table is checked to cover
+// them all, in order), in one pass over the largest column. Each is valid on
+// its own (name id, type, times), and the thread's events are as
+// ResultBuilder lays them out (trace/event_order.h): start times never
+// decrease, the first is at depth 0, and each is at most one level deeper
+// than the one before (depth comes from time containment in a pre-order walk,
+// saturating at 255). Summaries and parent lookups rely on that order; a file
+// that breaks it would load and report wrong trees and times without a word.
+void check_host_events(const std::string& path, const Result& r) {
+  const size_t strings = r.strings.size();
+  for (size_t t = 0; t < r.threads.size(); ++t) {
+    const ThreadRecord& th = r.threads[t];
+    const auto where = [&](uint64_t k) {
+      return "thread " + std::to_string(t) + " (tid " + std::to_string(th.tid) + "), event " + std::to_string(k) +
+             " (host event " + std::to_string(th.first_event + k) + ")";
+    };
+    uint64_t previous_start = 0;
+    uint32_t depth_limit = 0;  // the deepest the next event may be
+    for (uint64_t k = 0; k < th.event_count; ++k) {
+      const pk_host_event& e = r.host_events[th.first_event + k];
+      if (e.name >= strings || e.type >= PK_EVENT_TYPE_COUNT || e.end_ns < e.start_ns) {
+        corrupt(path, "host event " + std::to_string(th.first_event + k) +
+                          " is invalid (name id, type or times out of range)");
+      }
+      if (e.start_ns < previous_start) {
+        corrupt(path, where(k) +
+                          " starts before the event before it; a thread's events are in start order "
+                          "(the file is corrupt)");
+      }
+      if (e.depth > depth_limit) {
+        corrupt(path, where(k) + " has nesting depth " + std::to_string(e.depth) + " where at most " +
+                          std::to_string(depth_limit) + " can follow the event before it (the file is corrupt)");
+      }
+      previous_start = e.start_ns;
+      depth_limit = uint32_t{e.depth} + 1;
+    }
+  }
+}
+
 // The checks the FlatBuffers verifier cannot do: every index points inside
 // its table, so nothing downstream can read out of bounds.
 void check_consistency(const std::string& path, const Result& r) {
@@ -71,12 +110,7 @@ void check_consistency(const std::string& path, const Result& r) {
   if (expected_first != events) {
     corrupt(path, std::to_string(events - expected_first) + " host events belong to no thread (the file is corrupt)");
   }
-  for (size_t i = 0; i < events; ++i) {
-    const pk_host_event& e = r.host_events[i];
-    if (e.name >= strings || e.type >= PK_EVENT_TYPE_COUNT || e.end_ns < e.start_ns) {
-      corrupt(path, "host event " + std::to_string(i) + " is invalid (name id, type or times out of range)");
-    }
-  }
+  check_host_events(path, r);
   for (size_t i = 0; i < r.event_args.size(); ++i) {
     const pk_event_arg& a = r.event_args[i];
     const bool value_ok =
@@ -106,7 +140,9 @@ void check_consistency(const std::string& path, const Result& r) {
 }  // namespace
 
 std::unique_ptr<Result> load_result(const std::string& path) {
-  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  // No trace is larger than one FlatBuffer can be (the verifier takes less
+  // than 2 GiB), so a larger file is refused before it is read into memory.
+  const std::shared_ptr<const FileBytes> file = FileBytes::read(path, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   const uint8_t* data = file->data();
   const size_t size = file->size();
   if (size == 0) corrupt(path, "the file is empty (0 bytes), not a profkit trace");

@@ -1,6 +1,6 @@
 // Column<T>: a read-only array of frozen records that either owns its storage
-// (a result just collected) or borrows it from a memory-mapped file (a result
-// loaded from disk). Downstream code sees the same type either way.
+// (a result just collected) or borrows it from the bytes of a loaded file (a
+// result loaded from disk). Downstream code sees the same type either way.
 //
 // Thread-safety: immutable after construction; safe to read from any thread.
 // Ownership: a borrowed column is valid while its Result's backing lives.

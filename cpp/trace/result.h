@@ -84,7 +84,7 @@ struct Result {
   Column<pk_memory_op_detail> memory_op_details;
   std::vector<DeviceInfo> devices;
   std::vector<std::pair<std::string, std::string>> metadata;
-  // Keeps borrowed columns alive (the mapped file of a loaded result).
+  // Keeps borrowed columns alive (the file bytes of a loaded result).
   std::shared_ptr<const void> backing;
 
   // The thread index owning host event `event` (binary search).

@@ -1,6 +1,6 @@
 // StringTable: the names and string values of a Result, indexed by the ids
 // that events carry. Entries are NUL-terminated; they are owned by the table
-// (collected results) or borrowed from the mapped file (loaded results).
+// (collected results) or borrowed from the file's bytes (loaded results).
 //
 // Thread-safety: immutable once built; safe to read from any thread.
 #pragma once

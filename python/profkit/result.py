@@ -427,8 +427,8 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
 
     Both give the same result, except that JSON cannot carry invalid UTF-8 in
     names (it comes back as U+FFFD) and keeps kernels' occupancy figures to 6
-    significant digits. A ``.pktrace`` is smaller and loads faster (it is
-    mapped, not parsed).
+    significant digits. A ``.pktrace`` is smaller and loads faster (its
+    records are read in place, not parsed).
 
     The file is verified before use.
 

@@ -249,8 +249,8 @@ TEST(ResultParents, ParentOfAgreesWithAllParentsAndTheDefinition) {
 }
 
 TEST(ResultParents, DepthsThatSkipALevelStillGiveTheNearestShallowerEvent) {
-  // A damaged or hand-made .pktrace may hold such depths; the verifier does
-  // not refuse them, so parents must stay within the thread and in range.
+  // A hand-built Result may hold such depths (loading refuses a .pktrace
+  // with them since 1.10): parents must stay within the thread and in range.
   Result r;
   r.threads.push_back({1, "", 0, 5});
   r.threads.push_back({2, "", 5, 2});

@@ -3,6 +3,7 @@
 #include <flatbuffers/flatbuffers.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -33,6 +34,27 @@ void expect_same_bytes(const Column<T>& a, const Column<T>& b) {
   }
 }
 
+// Every string, thread and record of two results, read in full.
+void expect_same_contents(const Result& original, const Result& loaded) {
+  profkit_test::expect_same_info(original.info, loaded.info);
+  ASSERT_EQ(original.strings.size(), loaded.strings.size());
+  for (size_t i = 0; i < original.strings.size(); ++i) EXPECT_EQ(original.strings.view(i), loaded.strings.view(i));
+  ASSERT_EQ(original.threads.size(), loaded.threads.size());
+  for (size_t i = 0; i < original.threads.size(); ++i) {
+    EXPECT_EQ(original.threads[i].tid, loaded.threads[i].tid);
+    EXPECT_EQ(original.threads[i].name, loaded.threads[i].name);
+    EXPECT_EQ(original.threads[i].first_event, loaded.threads[i].first_event);
+    EXPECT_EQ(original.threads[i].event_count, loaded.threads[i].event_count);
+  }
+  expect_same_bytes(original.host_events, loaded.host_events);
+  expect_same_bytes(original.event_args, loaded.event_args);
+  expect_same_bytes(original.memory_events, loaded.memory_events);
+  expect_same_bytes(original.device_events, loaded.device_events);
+  expect_same_bytes(original.kernel_details, loaded.kernel_details);
+  expect_same_bytes(original.memory_op_details, loaded.memory_op_details);
+  EXPECT_EQ(original.metadata, loaded.metadata);
+}
+
 TEST(Storage, RoundTripKeepsEveryRecordAndFact) {
   TempDir dir;
   auto original = profkit_test::make_sample_result();
@@ -40,24 +62,8 @@ TEST(Storage, RoundTripKeepsEveryRecordAndFact) {
   save_result(*original, path);
   auto loaded = load_result(path);
 
-  profkit_test::expect_same_info(original->info, loaded->info);
+  expect_same_contents(*original, *loaded);
   EXPECT_EQ(loaded->info.schema_version, kSchemaVersion);
-
-  ASSERT_EQ(original->strings.size(), loaded->strings.size());
-  for (size_t i = 0; i < original->strings.size(); ++i) EXPECT_EQ(original->strings.view(i), loaded->strings.view(i));
-  ASSERT_EQ(original->threads.size(), loaded->threads.size());
-  for (size_t i = 0; i < original->threads.size(); ++i) {
-    EXPECT_EQ(original->threads[i].tid, loaded->threads[i].tid);
-    EXPECT_EQ(original->threads[i].name, loaded->threads[i].name);
-    EXPECT_EQ(original->threads[i].first_event, loaded->threads[i].first_event);
-    EXPECT_EQ(original->threads[i].event_count, loaded->threads[i].event_count);
-  }
-  expect_same_bytes(original->host_events, loaded->host_events);
-  expect_same_bytes(original->event_args, loaded->event_args);
-  expect_same_bytes(original->memory_events, loaded->memory_events);
-  expect_same_bytes(original->device_events, loaded->device_events);
-  expect_same_bytes(original->kernel_details, loaded->kernel_details);
-  expect_same_bytes(original->memory_op_details, loaded->memory_op_details);
   // Field order of the structs matches the schema, not just their sizes.
   EXPECT_EQ(loaded->kernel_details[0].occupancy, 0.75f);
   EXPECT_EQ(loaded->memory_op_details[0].dst_kind, 3);
@@ -66,12 +72,37 @@ TEST(Storage, RoundTripKeepsEveryRecordAndFact) {
   EXPECT_EQ(loaded->devices[0].name, "NVIDIA H200");
   EXPECT_EQ(loaded->devices[0].total_memory, 150ull << 30);
   EXPECT_EQ(loaded->devices[0].max_shared_memory_per_sm, 233472);
-  EXPECT_EQ(loaded->metadata, original->metadata);
 
   // A loaded result saves to the same bytes: it is the same type downstream.
   const std::string again = dir.file("again.pktrace");
   save_result(*loaded, again);
   EXPECT_EQ(read_file(path), read_file(again));
+}
+
+// A loaded result owns its bytes: refreshing a trace on disk (cp over it,
+// open(path, "wb") in a notebook) while an earlier load of it is still in use
+// must neither change that result nor crash the process reading it. With the
+// file mapped, the first read garbage and the second died of SIGBUS.
+TEST(Storage, ALoadedResultIsUnchangedWhenItsFileIsRewrittenInPlace) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string path = dir.file("sample.pktrace");
+  save_result(*original, path);
+  auto loaded = load_result(path);
+  const size_t size = read_file(path).size();
+  write_file(path, std::string(size, '\x5a'));  // truncates, then writes other bytes over the same length
+  ASSERT_EQ(read_file(path), std::string(size, '\x5a'));
+  expect_same_contents(*original, *loaded);
+}
+
+TEST(Storage, ALoadedResultIsUnchangedWhenItsFileIsTruncated) {
+  TempDir dir;
+  auto original = profkit_test::make_sample_result();
+  const std::string path = dir.file("sample.pktrace");
+  save_result(*original, path);
+  auto loaded = load_result(path);
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  expect_same_contents(*original, *loaded);
 }
 
 TEST(Storage, HostEventsTakeTwentyFourBytesOnDisk) {
@@ -139,6 +170,16 @@ TEST(Storage, BadFilesGiveClearErrors) {
   expect_load_error(dir.file("flipped.pktrace"), PK_ERR_CORRUPT, "failed FlatBuffers verification");
 }
 
+TEST(Storage, AFileLargerThanAnyTraceIsRefusedBeforeItIsRead) {
+  TempDir dir;
+  // Sparse: 3 GiB of size and no disk blocks. Reading it whole would take
+  // 3 GiB of memory; no FlatBuffer is over 2 GiB.
+  const std::string path = dir.file("huge.pktrace");
+  write_file(path, "");
+  ASSERT_EQ(truncate(path.c_str(), off_t{3} << 30), 0);
+  expect_load_error(path, PK_ERR_CORRUPT, "more than a profkit trace can be");
+}
+
 // Builds a structurally valid FlatBuffer whose content is inconsistent.
 std::string craft(uint32_t min_reader, uint64_t thread_events, uint32_t event_name, uint32_t schema_version = 99) {
   flatbuffers::FlatBufferBuilder b;
@@ -173,11 +214,77 @@ TEST(Storage, InconsistentOrFutureFilesAreRefused) {
   expect_load_error(dir.file("name.pktrace"), PK_ERR_CORRUPT, "host event 0");
 }
 
+// A valid FlatBuffer with one thread (tids 1, 2, ...) per list of events.
+std::string craft_threads(const std::vector<std::vector<pk_host_event>>& threads) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> strings = {b.CreateString(""), b.CreateString("x")};
+  auto strings_vec = b.CreateVector(strings);
+  std::vector<flatbuffers::Offset<schema::Thread>> thread_table;
+  std::vector<pk_host_event> events;
+  for (size_t t = 0; t < threads.size(); ++t) {
+    thread_table.push_back(schema::CreateThread(b, t + 1, b.CreateString("t"), events.size(), threads[t].size()));
+    events.insert(events.end(), threads[t].begin(), threads[t].end());
+  }
+  auto threads_vec = b.CreateVector(thread_table);
+  auto meta = schema::CreateMetadata(b, b.CreateString("0"), b.CreateString("h"));
+  auto host = b.CreateVectorOfStructs(reinterpret_cast<const schema::HostEvent*>(events.data()), events.size());
+  auto trace = schema::CreateTrace(b, 1, 1, meta, strings_vec, threads_vec, host);
+  schema::FinishSizePrefixedTraceBuffer(b, trace);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+pk_host_event op(uint64_t start, uint64_t end, uint8_t depth) { return {start, end, 1, PK_EVENT_OPERATOR, depth, 0}; }
+
+TEST(Storage, EventsOutOfOrderOrWithDepthsThatJumpAreRefused) {
+  TempDir dir;
+  // The baseline: a tree per thread, and the second thread starts earlier
+  // and shallower than where the first one ends (order is per thread).
+  const std::string ok = dir.file("ok.pktrace");
+  write_file(ok, craft_threads({{op(10, 100, 0), op(20, 60, 1), op(30, 40, 2), op(30, 40, 3), op(70, 90, 1),
+                                 op(200, 300, 0), op(200, 300, 1)},
+                                {op(5, 50, 0), op(6, 7, 1)}}));
+  EXPECT_EQ(load_result(ok)->host_events.size(), 9u);
+
+  const std::string path = dir.file("bad.pktrace");
+  write_file(path, craft_threads({{op(10, 20, 0)}, {op(5, 50, 0), op(40, 45, 1), op(30, 35, 1)}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "thread 1 (tid 2), event 2 (host event 3) starts before the event before it");
+  write_file(path, craft_threads({{op(10, 20, 200), op(30, 40, 200)}}));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "thread 0 (tid 1), event 0 (host event 0) has nesting depth 200 where at most 0");
+  write_file(path, craft_threads({{op(10, 20, 0)}, {op(0, 100, 0), op(10, 90, 1), op(20, 30, 3)}}));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "thread 1 (tid 2), event 2 (host event 3) has nesting depth 3 where at most 2");
+  // A thread starts over at depth 0, whatever the thread before ended at.
+  write_file(path, craft_threads({{op(0, 100, 0), op(10, 90, 1)}, {op(0, 100, 1)}}));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "thread 1 (tid 2), event 0 (host event 2) has nesting depth 1 where at most 0");
+}
+
+TEST(Storage, NestingDeeperThanADepthByteHoldsLoadsBack) {
+  // The builder saturates depth at 255: events nested 300 deep are 0..255,
+  // then 255 again, each at most one deeper than the one before.
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t name = b.add_string("x");
+  const uint32_t t = b.thread(1);
+  for (uint64_t i = 0; i < 300; ++i) b.add_event(t, {i, 1000 - i, name, PK_EVENT_OPERATOR, 0, 0});
+  b.add_event(t, {2000, 2001, name, PK_EVENT_OPERATOR, 0, 0});
+  TempDir dir;
+  const std::string path = dir.file("deep.pktrace");
+  save_result(*b.finish(), path);
+  const auto r = load_result(path);
+  ASSERT_EQ(r->host_events.size(), 301u);
+  EXPECT_EQ(r->host_events[255].depth, 255u);
+  EXPECT_EQ(r->host_events[299].depth, 255u);
+  EXPECT_EQ(r->host_events[300].depth, 0u);
+}
+
 // A valid FlatBuffer whose host events sit 4 bytes off their 8-byte
 // alignment, as a damaged file can have them: the verifier checks only the
 // vector's 4-byte length. Built both ways, 0 or 4 bytes of padding before
-// the vector, and returns the one that is misaligned (in a file mapped at a
-// page boundary, an offset's alignment is the address's).
+// the vector, and returns the one that is misaligned (the loader reads a file
+// into a buffer aligned for 8-byte records, so an offset's alignment is the
+// address's).
 std::string craft_misaligned_host_events(const std::vector<pk_host_event>& events) {
   for (const uint32_t pad : {0u, 4u}) {
     flatbuffers::FlatBufferBuilder b;

@@ -405,7 +405,7 @@ PK_API void pk_chrome_options_init(pk_chrome_options* options) PK_NOEXCEPT;
 PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path,
                                             const pk_chrome_options* options) PK_NOEXCEPT;
 
-/* Loads a .pktrace file (memory-mapped, verified) or, since 1.8, a Chrome
+/* Loads a .pktrace file (read into memory, verified) or, since 1.8, a Chrome
  * trace JSON file that profkit wrote (pk_result_export_chrome; streamed and
  * checked against the counts in its "profkit" object), told apart by the
  * file's first byte. A missing file is PK_ERR_NOT_FOUND; an empty, truncated,

@@ -1,0 +1,39 @@
+// FileBytes: a whole file read into memory that profkit owns.
+//
+// A loaded trace borrows its columns and strings from these bytes, so they
+// must not change under it: a read-only mapping would follow the file when
+// someone truncates or rewrites it in place (cp over it, open(p, "wb") in a
+// notebook), and reading the result would then fault (SIGBUS) or see garbage.
+// The buffer is aligned for any fundamental type, so 8-byte records sit at
+// the alignment their file offsets have.
+//
+// Thread-safety: immutable after read(); any number of threads may read it.
+// Ownership: the bytes live as long as the object (hold it by shared_ptr, as
+// a Result's backing does). Errors are thrown as profkit::Error naming the path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace profkit {
+
+class FileBytes {
+ public:
+  // Reads `path` whole. PK_ERR_NOT_FOUND for a missing file, PK_ERR_IO for a
+  // directory or a failed read, PK_ERR_CORRUPT for a file larger than
+  // `max_size` (refused before anything is allocated). A file that shrinks
+  // while being read gives the bytes that were there.
+  static std::shared_ptr<const FileBytes> read(const std::string& path, uint64_t max_size);
+
+  const uint8_t* data() const noexcept { return data_.get(); }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  FileBytes() = default;
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
+
+}  // namespace profkit
