@@ -26,6 +26,9 @@ import os
 import sys
 import tempfile
 
+# The Profiler's scheduler: steps 3 to 7 are recorded (the first ones warm up).
+RECORDED_STEPS = (3, 8)
+
 
 def train(rank: int, world_size: int, init_method: str, log_dir: str, steps: int) -> None:
     import torch
@@ -51,7 +54,7 @@ def train(rank: int, world_size: int, init_method: str, log_dir: str, steps: int
             for _ in range(4)]
 
     exporter = profkit.export_protobuf(log_dir)  # file names carry rank_{r}
-    with profkit.Profiler(scheduler=(3, 8), on_trace_ready=exporter) as prof:
+    with profkit.Profiler(scheduler=RECORDED_STEPS, on_trace_ready=exporter) as prof:
         for step in range(steps):
             x, y = data[step % len(data)]
             with profkit.RecordEvent("forward", profkit.TracerEventType.Forward):
@@ -85,6 +88,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="training steps (steps 3-7 are recorded)")
     parser.add_argument("--log-dir", default="./profiler_log", help="where the trace files go")
     args = parser.parse_args()
+    if args.steps <= RECORDED_STEPS[0]:
+        # Checked here, before any rank starts: with nothing recorded there is nothing to merge.
+        parser.error(
+            f"--steps must be at least {RECORDED_STEPS[0] + 1}: steps {RECORDED_STEPS[0]}-{RECORDED_STEPS[1] - 1} "
+            f"are recorded, so {args.steps} steps record nothing to merge"
+        )
     log_dir = os.path.abspath(args.log_dir)
     os.makedirs(log_dir, exist_ok=True)
 

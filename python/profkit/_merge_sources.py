@@ -22,6 +22,18 @@ DEVICE_PROCESS_STRIDE = 10_000_000
 
 _PID = re.compile(rb'"pid":(\d+)')
 
+# A .pktrace is a size-prefixed FlatBuffer (trace_writer.cpp): a 4-byte size,
+# the 4-byte root offset, then the schema's file_identifier (trace.fbs).
+# Bytes 4..8 are where a buffer without the size prefix has it.
+PKTRACE_IDENTIFIER = b"PKTR"
+_UTF8_BOM = b"\xef\xbb\xbf"
+# JSON's own whitespace, as the engine's looks_like_json_file skips it; not
+# bytes.strip()'s, which also takes \x0b and \x0c: a .pktrace's size prefix
+# can begin with those and be followed by a '{' byte.
+_JSON_BLANKS = b" \t\r\n"
+# How much of a file tells its format (as much as the engine reads).
+_HEAD_BYTES = 4096
+
 
 class MergeError(ValueError):
     """The inputs cannot be merged as given (the message names the files)."""
@@ -68,6 +80,33 @@ def normalize_inputs(inputs: Any) -> List[Tuple[Optional[str], str]]:
     return pairs
 
 
+def looks_like_pktrace(head: bytes) -> bool:
+    """Whether a file's first bytes carry the .pktrace file identifier."""
+    return PKTRACE_IDENTIFIER in (head[8:12], head[4:8])
+
+
+def looks_like_json(head: bytes) -> bool:
+    """Whether a file's first bytes open a JSON document: past a UTF-8 byte
+    order mark and blank lines or indentation, a '{' or '['."""
+    if head.startswith(_UTF8_BOM):
+        head = head[len(_UTF8_BOM) :]
+    return head.lstrip(_JSON_BLANKS).startswith((b"{", b"["))
+
+
+def engine_path(path: str) -> bytes:
+    """`path` as the engine takes it: bytes, so that a name that is not valid
+    UTF-8 (os.fsdecode gives it surrogate escapes, which the binding's str
+    conversion refuses) still reaches the file system unchanged."""
+    return os.fsencode(path)
+
+
+def display_text(text: str) -> str:
+    """`text` (a path, or a name made from one) as UTF-8 can carry it: bytes
+    of a file name that are not UTF-8 shown as U+FFFD, for the merged file's
+    labels and metadata (JSON) and for printing."""
+    return os.fsencode(text).decode("utf-8", "replace")
+
+
 class Source:
     """One input, opened: its facts, and how to write its events."""
 
@@ -78,7 +117,6 @@ class Source:
         self.meta: Dict[str, Any] = {}
         self.pids: List[int] = []  # the pids its events use, host pid first
         self.layout: Optional[Tuple[int, int]] = None  # Chrome events' byte range, when line-per-event
-        self.doc: Optional[Dict[str, Any]] = None  # a Chrome file in another layout, parsed
         self._open()
 
     @property
@@ -91,12 +129,13 @@ class Source:
             raise MergeError(f"merge: {path!r} is a directory; give trace files (.pktrace or .trace.json)")
         try:
             with open(path, "rb") as f:
-                head = f.read(64)
+                head = f.read(_HEAD_BYTES)
         except OSError as e:
             raise MergeError(f"merge: cannot read {path!r}: {e.strerror or e}") from e
-        if not head.strip():
+        if len(head) < _HEAD_BYTES and not head.strip(_JSON_BLANKS):
             raise MergeError(f"merge: {path!r} is empty; it is not a profkit trace")
-        if head.lstrip().startswith(b"{"):
+        # The identifier first: a .pktrace's size prefix may look like blanks and a '{'.
+        if not looks_like_pktrace(head) and looks_like_json(head):
             self._open_chrome()
         else:
             self._open_pktrace()
@@ -137,7 +176,7 @@ class Source:
         self.pids = [pid] + [pid + DEVICE_PROCESS_STRIDE * (int(d) + 1) for d in devices]
 
     def load(self) -> "_C.Result":
-        return _C.load(self.path)
+        return _C.load(engine_path(self.path))
 
     def _open_chrome(self) -> None:
         """Our Chrome JSON: the metadata object is at the end, the process
@@ -206,20 +245,37 @@ class Source:
         return pids
 
     def _parse_whole(self) -> Any:
-        """A Chrome file in another layout (re-saved by a tool): parse it all."""
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise MergeError(f"merge: {self.path!r} is neither a profkit .pktrace file nor valid JSON ({e})") from e
-        if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-            raise MergeError(f"merge: {self.path!r} is JSON but not a Chrome trace (no \"traceEvents\" list)")
+        """A Chrome file in another layout (re-saved by a tool): its metadata
+        and pids. The document is not kept: events() parses it again when its
+        turn to be written comes, so that one input at a time is in memory."""
+        doc = parse_whole(self.path)
         meta = doc.get("profkit")
         if not isinstance(meta, dict):
             return None
-        self.doc = doc
         for event in doc["traceEvents"]:
             pid = event.get("pid") if isinstance(event, dict) else None
             if isinstance(pid, int) and pid not in self.pids:
                 self.pids.append(pid)
         return meta
+
+    def events(self) -> List[Any]:
+        """The events of a Chrome file in another layout, parsed again."""
+        return parse_whole(self.path)["traceEvents"]
+
+
+def not_json(constant: str) -> Any:
+    # Python's json takes NaN and Infinity, and would write them back out:
+    # the merged file would not be JSON.
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def parse_whole(path: str) -> Dict[str, Any]:
+    """A Chrome trace parsed whole (a UTF-8 byte order mark is allowed)."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            doc = json.load(f, parse_constant=not_json)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise MergeError(f"merge: {path!r} is neither a profkit .pktrace file nor valid JSON ({e})") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise MergeError(f"merge: {path!r} is JSON but not a Chrome trace (no \"traceEvents\" list)")
+    return doc

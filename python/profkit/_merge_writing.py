@@ -6,17 +6,92 @@ profkit Chrome JSON inputs rewritten line by line. See ``profkit.merge``.
 import json
 import mmap
 import os
-from typing import IO, Any, Callable, Dict, List, Union
+import re
+from typing import IO, Any, Callable, Dict, List, Sequence, Union
 
-from ._merge_sources import FOOTER, HEADER, MergeError, Source
+from ._merge_sources import FOOTER, HEADER, MergeError, Source, engine_path, not_json
 
 _COPY_BLOCK = 16 << 20
+_FLOW_PHASES = ('{"ph":"s"', '{"ph":"t"', '{"ph":"f"')
+
+# ---- checking what is copied -------------------------------------------------------
+# A damaged input must not give a merged file that is not JSON, so every line
+# written is checked. json.loads of each block would more than double the time
+# of a Chrome merge (bench_merge.py); instead one regular expression, run once
+# per block in C, accepts the JSON objects profkit writes (flat values; args an
+# object of flat values or arrays of numbers), and only a block it refuses
+# (damage, or JSON laid out another way) is judged by json.loads, line by line.
+_STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
+_NUMBER = r"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+"
+_VALUE = f"(?>{_STRING}|{_NUMBER}|true|false|null)"
+_ARRAY = f"\\[(?:{_NUMBER}(?:,{_NUMBER})*+)?+\\]"
+_ARGS = f"\\{{(?:{_STRING}:(?>{_VALUE}|{_ARRAY})(?:,{_STRING}:(?>{_VALUE}|{_ARRAY}))*+)?+\\}}"
+# Most lines: a complete event as the exporter writes it (key order, a plain
+# category, unsigned numbers), tried first because it is the fastest to match.
+_UNSIGNED = r"(?:0|[1-9][0-9]*+)"
+_MICROSECONDS = _UNSIGNED + r"\.[0-9]++"
+_COMPLETE = (
+    f'\\{{"ph":"X","cat":"[A-Za-z]++","name":{_STRING},"ts":{_MICROSECONDS},"dur":{_MICROSECONDS},'
+    f'"pid":{_UNSIGNED},"tid":{_UNSIGNED}(?:,"args":{_ARGS})?+\\}}'
+)
+_OBJECT = f"\\{{{_STRING}:(?>{_VALUE}|{_ARGS})(?:,{_STRING}:(?>{_VALUE}|{_ARGS}))*+\\}}"
+_LINE = f"(?>{_COMPLETE}|{_OBJECT})"
+_ONE_LINE = re.compile(_LINE)
+_LINES = re.compile(f"(?:{_LINE},\\n)*+{_LINE}")
+
+
+def damaged_line(path: str, number: int, problem: str) -> MergeError:
+    return MergeError(
+        f"merge: {path!r} line {number} {problem}; the file is damaged (cut short or edited?): "
+        "export it again from its .pktrace, or leave it out of the merge"
+    )
+
+
+def find_damage(
+    path: str, texts: Sequence[str], first_number: int, keep: Callable[[str], str], out: Sequence[str]
+) -> None:
+    """Raises MergeError naming the first line of a block that is not JSON.
+
+    The slow path, for a block the regular expression refused: `texts` are
+    the block's lines (the first is line `first_number` of the file), keep()
+    gives a line's event text ("" for one left out), out[k] is the k-th kept
+    line as rewritten. A line that is JSON but not as profkit writes it is
+    fine as long as it was rewritten into JSON."""
+    k = 0
+    for index, text in enumerate(texts):
+        original = keep(text)
+        if not original:
+            continue
+        line = out[k]
+        k += 1
+        if _ONE_LINE.fullmatch(line):
+            continue
+        try:
+            json.loads(line, parse_constant=not_json)
+        except ValueError:
+            number = first_number + index
+            try:
+                json.loads(original, parse_constant=not_json)
+            except ValueError as e:
+                raise damaged_line(path, number, f"is not valid JSON ({_json_problem(e)})") from e
+            raise damaged_line(path, number, "is laid out in a way profkit does not write, and could not be moved")
+
+
+def _json_problem(error: ValueError) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at column {error.colno}"
+    return str(error)
 
 
 def number_end(text: str, start: int) -> int:
-    """Where the number starting at `start` ends: the next ',' (or the '}')."""
-    end = text.find(",", start)
-    return end if end >= 0 else text.find("}", start)
+    """Where the number starting at `start` ends: the next ',' or '}', or the
+    end of `text` (a line's head ends there when the number is the last key
+    before "args")."""
+    for stop in (",", "}"):
+        end = text.find(stop, start)
+        if end >= 0:
+            return end
+    return len(text)
 
 
 def with_number(head: str, key: str, change: Callable[[str], str]) -> str:
@@ -153,7 +228,7 @@ def write_pktrace(s: Source, writer: Writer, scratch: str, base_wall_ns: int, pl
     except (OSError, ValueError, RuntimeError) as e:  # pragma: no cover - it was readable a moment ago
         raise MergeError(f"merge: cannot read {s.path!r} as a profkit trace: {e}") from e
     result.export_chrome_placed(
-        temp,
+        engine_path(temp),
         time_base_wall_ns=base_wall_ns,
         pid=s.meta["pid"] + placed["pid_delta"],
         flow_id_offset=placed["flow_offset"],
@@ -175,6 +250,14 @@ def write_pktrace(s: Source, writer: Writer, scratch: str, base_wall_ns: int, pl
 
 
 def write_chrome(s: Source, writer: Writer, rewriter: LineRewriter, include_flows: bool) -> int:
+    """Writes a Chrome input's events; returns the lines written."""
+    if s.layout is None:
+        return _write_parsed(s, writer, rewriter, include_flows)
+    return _write_lines(s, writer, rewriter, include_flows)
+
+
+def _write_parsed(s: Source, writer: Writer, rewriter: LineRewriter, include_flows: bool) -> int:
+    """A file in another layout: parsed again here, dropped when written."""
     lines = 0
     pending: List[str] = []
 
@@ -183,24 +266,33 @@ def write_chrome(s: Source, writer: Writer, rewriter: LineRewriter, include_flow
             writer.block("".join(pending).encode("utf-8"))
             pending.clear()
 
-    def keep(event_line: str) -> bool:
-        return include_flows or not event_line.startswith(('{"ph":"s"', '{"ph":"t"', '{"ph":"f"'))
+    for event in s.events():
+        if not isinstance(event, dict):
+            continue
+        if not include_flows and event.get("ph") in ("s", "t", "f"):
+            continue
+        pending.append(("" if not pending else ",\n") + dump_event(rewriter.event(event)))
+        lines += 1
+        if len(pending) >= 4096:
+            flush()
+    flush()
+    return lines
 
-    if s.doc is not None:
-        for event in s.doc["traceEvents"]:
-            if not isinstance(event, dict):
-                continue
-            if not include_flows and event.get("ph") in ("s", "t", "f"):
-                continue
-            pending.append(("" if not pending else ",\n") + dump_event(rewriter.event(event)))
-            lines += 1
-            if len(pending) >= 4096:
-                flush()
-        flush()
-        return lines
+
+def _write_lines(s: Source, writer: Writer, rewriter: LineRewriter, include_flows: bool) -> int:
+    """A file in profkit's layout: read in blocks of whole lines, each line
+    rewritten, each block checked before it is written."""
     assert s.layout is not None
     start, end = s.layout
-    rewrite = rewriter.line
+
+    def keep(text: str) -> str:
+        """A line's event without its separator; "" for a line left out."""
+        if text.endswith(","):
+            text = text[:-1]
+        return "" if not include_flows and text.startswith(_FLOW_PHASES) else text
+
+    lines = 0
+    number = 2  # the file's line number of the first event: line 1 is the header
     with open(s.path, "rb") as f:
         f.seek(start)
         remaining = end - start
@@ -213,13 +305,40 @@ def write_chrome(s: Source, writer: Writer, rewriter: LineRewriter, include_flow
             block = carry + block
             cut = block.rfind(b"\n") + 1 if remaining > 0 else len(block)
             carry = block[cut:]
-            out = []
-            for text in block[:cut].decode("utf-8").split("\n"):
-                if text.endswith(","):
-                    text = text[:-1]
-                if not text or not keep(text):
-                    continue
-                out.append(rewrite(text))
-            lines += len(out)
-            writer.block(",\n".join(out).encode("utf-8"))
+            lines += _write_block(s.path, memoryview(block)[:cut], number, keep, rewriter.line, writer)
+            number += block.count(b"\n", 0, cut)
     return lines
+
+
+def _write_block(
+    path: str, data: memoryview, number: int, keep: Callable[[str], str], rewrite: Callable[[str], str], writer: Writer
+) -> int:
+    """Rewrites, checks and writes a block of whole lines (the first is line
+    `number` of the file); returns the lines written. (A function of its own
+    so that one block's text is let go before the next is read.)"""
+    out = _rewrite_block(path, data, number, keep, rewrite)
+    joined = ",\n".join(out)
+    if joined and not _LINES.fullmatch(joined):
+        find_damage(path, str(data, "utf-8").split("\n"), number, keep, out)
+    writer.block(joined.encode("utf-8"))
+    return len(out)
+
+
+def _rewrite_block(
+    path: str, data: memoryview, number: int, keep: Callable[[str], str], rewrite: Callable[[str], str]
+) -> List[str]:
+    """The kept lines of a block of whole lines, rewritten."""
+    try:
+        texts = str(data, "utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise damaged_line(path, number + bytes(data[: e.start]).count(b"\n"), "is not valid UTF-8") from e
+    out: List[str] = []
+    for index, text in enumerate(texts):
+        text = keep(text)
+        if not text:
+            continue
+        try:
+            out.append(rewrite(text))
+        except ValueError as e:  # a number the rewriter cannot read, a metadata line not JSON
+            raise damaged_line(path, number + index, f"cannot be read ({_json_problem(e)})") from e
+    return out

@@ -106,7 +106,7 @@ def _build_parser() -> argparse.ArgumentParser:
     merge.add_argument(
         "inputs", nargs="+", metavar="[NAME=]FILE", help="a .pktrace (or profkit .trace.json) file per process"
     )
-    merge.add_argument("-o", "--output", required=True, help="the merged .trace.json to write")
+    merge.add_argument("-o", "--output", required=True, help="the merged Chrome trace to write (.trace.json)")
     merge.add_argument(
         "--allow-mismatch", action="store_true", help="warn instead of failing on duplicate ranks or world sizes"
     )
@@ -213,8 +213,11 @@ def _summary_ranks(args: argparse.Namespace) -> None:
     from .merge import parse_merge_inputs
 
     pairs = parse_merge_inputs(args.files)
-    names = [name for name, _ in pairs]
-    summary = cross_rank_summary([path for _, path in pairs], names=names if all(names) else None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # A FILE without NAME= gets the default name; the names given are kept.
+        summary = cross_rank_summary([path for _, path in pairs], names=[name for name, _ in pairs])
+    _print_warnings(caught)
     if args.json:
         print(json.dumps(summary.to_dict()))
     else:
@@ -224,18 +227,29 @@ def _summary_ranks(args: argparse.Namespace) -> None:
 def _merge(args: argparse.Namespace) -> None:
     from .merge import merge_traces
 
+    if args.output.endswith(PKTRACE_SUFFIX):
+        raise _UsageError(
+            f"merge writes Chrome trace JSON, not a .pktrace: name the output .trace.json (or .json), "
+            f"not {args.output!r}"
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = merge_traces(
             args.inputs, args.output, strict=not args.allow_mismatch, include_flows=not args.no_flows
         )
-    for w in caught:
-        print(f"profkit: warning: {_one_line(w.message)}".replace("profkit merge: ", ""), file=sys.stderr)
+    _print_warnings(caught)
     names = ", ".join(i.name for i in report.inputs)
     print(
         f"wrote {report.output}: {len(report.inputs)} processes ({names}), {report.events} trace events; "
         "open it in https://ui.perfetto.dev or chrome://tracing"
     )
+
+
+def _print_warnings(caught: List[warnings.WarningMessage]) -> None:
+    """Warnings as the command line's one-line messages on stderr."""
+    for w in caught:
+        text = _one_line(w.message).replace("profkit merge: ", "").replace("cross_rank_summary: ", "")
+        print(f"profkit: warning: {text}", file=sys.stderr)
 
 
 def _one_line(error: BaseException) -> str:

@@ -26,12 +26,16 @@ Thread-safety: the functions are pure; a CrossRankSummary is immutable.
 """
 
 import os
+import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _C, _records, _summary
+from ._merge_sources import display_text, engine_path
+from ._warnings import ProfilerWarning
+from .integrations._collective_calls import DDP_WAIT_NAME
 from .integrations._collectives_in_flight import IN_FLIGHT_SUFFIX
 from .result import ProfilerResult
 
@@ -40,6 +44,10 @@ __all__ = ["cross_rank_summary", "CrossRankSummary", "RankFigures"]
 _PROFILE_STEP = 2
 _COMMUNICATION = 12
 _UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+# How far a rank's figures must stand out from every other rank's before the
+# summary names it a straggler: ranks doing the same work differ by noise,
+# and a tie (or no computation at all) points at nobody.
+_STANDS_OUT = 0.05
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class RankFigures:
     overlap_ns: float
     other_ns: float
     comm_bytes: float  # per step
-    collectives: float  # Communication calls per step (async in-flight lanes not counted)
+    collectives: float  # Communication calls per step (async in-flight lanes and DDP's wait marker not counted)
     computation_note: str
     source: str  # the file, or "" for a result given directly
 
@@ -140,23 +148,32 @@ class CrossRankSummary:
             f"{spread:.1f}% over the fastest ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
         ]
         busy = self.most_computation
-        if busy is not None and busy.computation_ns is not None:
-            others = [r for r in self.ranks if r is not busy]
-            low = min(r.communication_ns for r in others) / scale
-            high = max(r.communication_ns for r in others) / scale
-            waits = f"{low:.2f}" if len(others) == 1 else f"{low:.2f}-{high:.2f}"
-            if all(busy.communication_ns <= r.communication_ns for r in others):
-                lines.append(
-                    f"Likely straggler: {busy.name} computes the most ({busy.computation_ns / scale:.2f} {unit} per "
-                    f"step) and spends the least time in communication ({busy.communication_ns / scale:.2f} {unit}); "
-                    f"the other ranks wait for it inside their collectives ({waits} {unit})."
-                )
-            else:
-                lines.append(f"Most computation: {busy.name} ({busy.computation_ns / scale:.2f} {unit} per step).")
+        if busy is None or busy.computation_ns is None:
+            return lines
+        others = [r for r in self.ranks if r is not busy]
+        if not _computes_the_most(busy, others):
+            return lines  # a tie, or no computation: nobody stands out
+        low = min(r.communication_ns for r in others) / scale
+        high = max(r.communication_ns for r in others) / scale
+        waits = f"{low:.2f}" if len(others) == 1 else f"{low:.2f}-{high:.2f}"
+        if all(busy.communication_ns < r.communication_ns * (1 - _STANDS_OUT) for r in others):
+            lines.append(
+                f"Likely straggler: {busy.name} computes the most ({busy.computation_ns / scale:.2f} {unit} per "
+                f"step) and spends the least time in communication ({busy.communication_ns / scale:.2f} {unit}); "
+                f"the other ranks wait for it inside their collectives ({waits} {unit})."
+            )
+        else:
+            lines.append(f"Most computation: {busy.name} ({busy.computation_ns / scale:.2f} {unit} per step).")
         return lines
 
     def __str__(self) -> str:
         return self.text()
+
+
+def _computes_the_most(busy: RankFigures, others: Sequence[RankFigures]) -> bool:
+    """Whether `busy` computes clearly more than every other rank."""
+    most = busy.computation_ns or 0.0
+    return most > 0 and all(most > (r.computation_ns or 0.0) * (1 + _STANDS_OUT) for r in others)
 
 
 def _as_result(source: Any) -> "tuple[_C.Result, str]":
@@ -168,7 +185,7 @@ def _as_result(source: Any) -> "tuple[_C.Result, str]":
     if os.path.isdir(path):
         raise IsADirectoryError(f"cross_rank_summary: {path!r} is a directory, not a .pktrace file")
     try:
-        return _C.load(path), path
+        return _C.load(engine_path(path)), path
     except (OSError, ValueError) as e:
         raise type(e)(f"cross_rank_summary: cannot read {path!r}: {e}") from e
 
@@ -177,7 +194,7 @@ def _default_name(info: Dict[str, Any], path: str, index: int) -> str:
     if info["rank"] >= 0:
         return f"rank{info['rank']}"
     if path:
-        base = os.path.basename(path)
+        base = display_text(os.path.basename(path))  # printed: UTF-8 even when the file name is not
         return base[: -len(".pktrace")] if base.endswith(".pktrace") else base
     return f"trace{index}"
 
@@ -206,8 +223,9 @@ def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigure
     strings = result.strings()
     comm_mask = host["type"] == _COMMUNICATION
     if comm_mask.any():
-        in_flight = np.array([s.endswith(IN_FLIGHT_SUFFIX) for s in strings], dtype=bool)
-        calls_mask = comm_mask & ~in_flight[host["name"]]
+        # Neither an async call's in-flight copy nor DDP's wait marker is a call of its own.
+        not_calls = np.array([s.endswith(IN_FLIGHT_SUFFIX) or s == DDP_WAIT_NAME for s in strings], dtype=bool)
+        calls_mask = comm_mask & ~not_calls[host["name"]]
     else:
         calls_mask = comm_mask
     comm_bytes = 0.0
@@ -237,7 +255,7 @@ def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigure
 
 
 def cross_rank_summary(
-    sources: Iterable[Union[str, "os.PathLike[str]", Any]], names: Optional[Sequence[str]] = None
+    sources: Iterable[Union[str, "os.PathLike[str]", Any]], names: Optional[Sequence[Optional[str]]] = None
 ) -> CrossRankSummary:
     """Figures per rank and the slowest rank, from each rank's trace.
 
@@ -245,8 +263,8 @@ def cross_rank_summary(
         sources: ``.pktrace`` paths, ProfilerResults or ``profkit._C.Result``
             objects, one per rank (a Chrome JSON file has no summary data:
             give the ``.pktrace``).
-        names: one name per source; default ``rank{r}`` (or the file's name
-            when the rank is unknown).
+        names: one name per source (None for the default); default
+            ``rank{r}`` (or the file's name when the rank is unknown).
 
     Rows are ordered by rank (unknown ranks last, in the order given).
     """
@@ -261,11 +279,33 @@ def cross_rank_summary(
         raise ValueError(f"cross_rank_summary: {len(names)} names for {len(loaded)} sources")
     figures = []
     for index, (result, path) in enumerate(loaded):
-        name = names[index] if names is not None else _default_name(result.info(), path, index)
+        given = names[index] if names is not None else None
+        name = given if given is not None else _default_name(result.info(), path, index)
         figures.append(rank_figures(result, name, path))
+    _warn_duplicate_ranks(figures)
     figures.sort(key=lambda r: (r.rank < 0, r.rank if r.rank >= 0 else 0))
     slowest = max(figures, key=lambda r: r.step_ns) if figures else None
     fastest = min(figures, key=lambda r: r.step_ns) if figures else None
     computing = [r for r in figures if r.computation_ns is not None]
     most = max(computing, key=lambda r: r.computation_ns or 0.0) if len(computing) > 1 else None
     return CrossRankSummary(ranks=figures, slowest=slowest, fastest=fastest, most_computation=most)
+
+
+def _warn_duplicate_ranks(figures: Sequence[RankFigures]) -> None:
+    """Two traces of one rank (two windows, or one file given twice) are not
+    two ranks: their rows would skew the comparison. A warning, not an
+    error: comparing windows of one rank can be what the user wants."""
+    seen: Dict[Tuple[int, int], RankFigures] = {}
+    for r in figures:
+        if r.rank < 0:
+            continue
+        key = (r.rank, r.world_size)
+        first = seen.setdefault(key, r)
+        if first is not r:
+            warnings.warn(
+                f"cross_rank_summary: {first.source or first.name!r} and {r.source or r.name!r} both claim rank "
+                f"{r.rank} of world size {r.world_size}; give one trace per rank (rows {first.name!r} and "
+                f"{r.name!r} are the same rank)",
+                ProfilerWarning,
+                stacklevel=3,
+            )

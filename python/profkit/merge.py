@@ -25,13 +25,16 @@ two inputs claiming the same rank of the same world size, inputs whose world
 sizes disagree, the same recording window given twice. Always warnings: an
 input with no events, inputs whose time ranges do not overlap (probably not
 the same run). An unreadable input, or one profkit did not write, is always
-an error naming the file.
+an error naming the file (and, in a damaged Chrome input, the line); the
+output is then not written.
 
 Speed: ``.pktrace`` inputs are written by the engine straight into place
 (ts shifted, pids and flow ids moved, processes labelled) and copied in
 large blocks; profkit Chrome JSON inputs are rewritten line by line in
-Python, several times slower (see BENCHMARKS.md). Memory stays flat either
-way: nothing holds more than one block of text. The output is written to a
+Python, several times slower (see BENCHMARKS.md), each line checked to be
+JSON before it is written. Memory stays flat either way: nothing holds more
+than one block of text, except that a Chrome file re-saved in another layout
+is parsed whole, one such input at a time. The output is written to a
 temporary file renamed into place.
 """
 
@@ -45,9 +48,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _C
-from ._merge_sources import FOOTER, HEADER, MergeError, Source, normalize_inputs, parse_merge_inputs
+from ._merge_sources import FOOTER, HEADER, MergeError, Source, display_text, normalize_inputs, parse_merge_inputs
 from ._merge_writing import LineRewriter, Writer, write_chrome, write_pktrace
 from ._warnings import ProfilerWarning
+from .export_callbacks import PKTRACE_SUFFIX
 
 __all__ = ["merge_traces", "parse_merge_inputs", "MergeError", "MergeReport", "MergedInput"]
 
@@ -150,6 +154,9 @@ def _check(sources: List[Source], strict: bool) -> List[str]:
 
 def _names(sources: List[Source]) -> None:
     """Gives every input a unique name: its own, else "rank{r}", else its file's stem."""
+    for s in sources:
+        if s.name is not None:
+            s.name = display_text(s.name)  # a label in the merged file: UTF-8
     explicit = [s.name for s in sources if s.name is not None]
     duplicates = sorted({n for n in explicit if explicit.count(n) > 1})
     if duplicates:
@@ -158,7 +165,7 @@ def _names(sources: List[Source]) -> None:
     for s in sources:
         if s.name is not None:
             continue
-        base = os.path.basename(s.path)
+        base = display_text(os.path.basename(s.path))
         for suffix in (".pktrace", ".trace.json", ".json"):
             if base.endswith(suffix):
                 base = base[: -len(suffix)]
@@ -206,7 +213,8 @@ def merge_traces(
             ``(name, path)`` pairs. Unnamed inputs are called ``rank{r}``
             when their rank is known, else after their file. Each path is a
             ``.pktrace`` file or a Chrome trace profkit wrote.
-        output: the ``.trace.json`` to write (temp file + rename).
+        output: the ``.trace.json`` to write (temp file + rename); a
+            ``.pktrace`` name is refused (the output is Chrome JSON).
         strict: raise MergeError on mismatched inputs (same rank twice,
             world sizes that disagree, one window given twice); False turns
             these into warnings.
@@ -217,14 +225,21 @@ def merge_traces(
         input its name, rank, pid in the merged file and time shift.
 
     Raises:
-        MergeError: an input is missing, unreadable, not written by
-            profkit, already merged, or (strict) mismatched; the message
-            names the file.
+        MergeError: an input is missing, unreadable, damaged, not written
+            by profkit, already merged, or (strict) mismatched; the message
+            names the file (and the line of a damaged Chrome input). Or the
+            output is named ``.pktrace``.
     """
     pairs = normalize_inputs(inputs)
     if not pairs:
         raise MergeError("merge: no inputs; give one or more NAME=FILE (or FILE) arguments")
     output = os.fspath(output)
+    if output.endswith(PKTRACE_SUFFIX):
+        # Loaders tell formats by content, people by name: a .pktrace holding JSON misleads both.
+        raise MergeError(
+            f"merge: the output {output!r} is named .pktrace, but a merged timeline is Chrome trace JSON; "
+            "name it .trace.json (or .json)"
+        )
     sources = [Source(name, path) for name, path in pairs]
     for s in sources:
         if os.path.exists(output) and os.path.samefile(s.path, output):
@@ -287,7 +302,7 @@ def merge_traces(
             metadata = {
                 "profkit_version": _C.version(),
                 "base_wall_ns": base_wall_ns,
-                "merged_from": [asdict(m) for m in merged],
+                "merged_from": [dict(asdict(m), path=display_text(m.path)) for m in merged],
                 "warnings": problems,
             }
             out.write(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))

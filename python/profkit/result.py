@@ -373,7 +373,7 @@ class ProfilerResult:
     # ---- writing and summaries ------------------------------------------------
     def save(self, path: PathLike) -> None:
         """Writes the trace as a ``.pktrace`` file (temp file + rename)."""
-        self._result.save(os.fspath(path))
+        self._result.save(os.fsencode(path))  # bytes: a name that is not UTF-8 still works
 
     def export_chrome_tracing(self, path: PathLike, label_durations: bool = False, include_flows: bool = True) -> None:
         """Writes the trace as Chrome trace JSON (chrome://tracing, ui.perfetto.dev).
@@ -381,7 +381,7 @@ class ProfilerResult:
         ``label_durations`` appends each event's duration to its name;
         ``include_flows`` draws arrows from CUDA launches to their GPU work.
         """
-        self._result.export_chrome(os.fspath(path), label_durations=label_durations, include_flows=include_flows)
+        self._result.export_chrome(os.fsencode(path), label_durations=label_durations, include_flows=include_flows)
 
     def summary(
         self,
@@ -444,5 +444,5 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
         raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
         raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a trace file")
-    return ProfilerResult(_C.load(path), path=path)
+    return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
 

@@ -158,6 +158,18 @@ def test_p2pop_accepts_the_wrapped_functions(group):
     assert op.op is torch_distributed._originals["isend"]
 
 
+def test_batch_isend_irecv_counts_sent_and_received_bytes_apart(group):
+    from profkit.integrations._collective_calls import COLLECTIVES, describe
+
+    spec = COLLECTIVES["batch_isend_irecv"]
+    ops = [dist.P2POp(dist.isend, t(16), 0), dist.P2POp(dist.irecv, t(8), 0), dist.P2POp(dist.irecv, t(2), 0)]
+    call = describe("batch_isend_irecv", spec, ("p2p_op_list",), False, (ops,), {})
+    assert dict(call.args) == {"bytes": 64, "out_bytes": 40, "dtype": "float32", "async_op": 1, "ops": 3}
+    # Receives only: what is received is the payload, as for irecv alone.
+    call = describe("batch_isend_irecv", spec, ("p2p_op_list",), False, (ops[1:],), {})
+    assert dict(call.args) == {"bytes": 40, "dtype": "float32", "async_op": 1, "ops": 2}
+
+
 def test_enable_is_idempotent_and_disable_restores(group):
     names = torch_distributed.enable()
     assert {"all_reduce", "broadcast", "send", "isend", "batch_isend_irecv", "_broadcast_coalesced"} <= set(names)
@@ -249,7 +261,9 @@ def run(rank, init, out):
             dist.send(x, dst=0)
         work = dist.isend(x, dst=peer) if rank == 0 else dist.irecv(x, src=peer)
         work.wait()
-        ops = [dist.P2POp(dist.isend, torch.ones(64), peer), dist.P2POp(dist.irecv, torch.zeros(64), peer)]
+        # Uneven on purpose (rank 0 sends 64 floats, receives 32): sent and received bytes differ.
+        mine, theirs = (64, 32) if rank == 0 else (32, 64)
+        ops = [dist.P2POp(dist.isend, torch.ones(mine), peer), dist.P2POp(dist.irecv, torch.zeros(theirs), peer)]
         for w in dist.batch_isend_irecv(ops):
             w.wait()
     result = prof.profiler_result
@@ -289,6 +303,10 @@ def test_point_to_point_calls_between_two_processes(tmp_path):
         assert by_name["recv"] == [{"bytes": 1024, "dtype": "float32", "group_size": 2, "peer": 1 - rank}]
         single = "isend" if rank == 0 else "irecv"
         assert by_name[single][0]["async_op"] == 1 and by_name[single][0]["bytes"] == 1024
-        assert by_name["batch_isend_irecv"] == [{"bytes": 512, "dtype": "float32", "async_op": 1, "ops": 2}]
+        # The isend's tensor is sent, the irecv's received (not both counted as sent).
+        sent, received = (256, 128) if rank == 0 else (128, 256)
+        assert by_name["batch_isend_irecv"] == [
+            {"bytes": sent, "out_bytes": received, "dtype": "float32", "async_op": 1, "ops": 2}
+        ]
         # gloo's send/recv works have no future: no in-flight events, and (above all) no hang.
         assert not [name for name in by_name if name.endswith("(in flight)")]

@@ -134,3 +134,14 @@ def test_cross_rank_summary_names_the_slowest_rank(run):
     assert f"Slowest rank (*): {summary.slowest.name}" in stdout
     assert [r.rank for r in summary.ranks] == [0, 1]
     assert all(r.comm_bytes == summary.ranks[0].comm_bytes > 0 for r in summary.ranks)
+
+
+def test_too_few_steps_to_record_anything_is_a_command_line_error(tmp_path):
+    # Steps 3-7 are recorded: with 3 steps nothing would be, and the merge had nothing to merge.
+    done = subprocess.run(
+        [sys.executable, EXAMPLE, "--steps", "3", "--log-dir", str(tmp_path / "log")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--steps must be at least 4" in done.stderr
+    assert not (tmp_path / "log").exists()  # refused before any rank started or wrote anything

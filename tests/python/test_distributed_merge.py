@@ -9,11 +9,13 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 import warnings
 
 import pytest
 
 from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, cross_rank_summary, merge_traces
+from profkit._merge_sources import Source, looks_like_json, looks_like_pktrace
 from profkit.merge import MergeError, parse_merge_inputs
 
 FOOTER = '\n],\n"displayTimeUnit":"ms",\n"profkit":'
@@ -329,3 +331,191 @@ def test_cli_summary_ranks(tmp_path, capsys):
     assert data["ranks"][0]["comm_bytes"] == 4096 and data["ranks"][0]["steps"] == 1
     assert cli.main(["summary", r0, r1]) == 2  # several files need --ranks
     assert "--ranks" in capsys.readouterr().err
+
+
+# ---- which file is what ----------------------------------------------------------
+
+
+def pktrace_whose_size_prefix_is(path, prefix):
+    """A real .pktrace whose first two bytes are `prefix` (little-endian size):
+    its one event's name is grown until the file has the size that gives them."""
+    wanted = int.from_bytes(prefix, "little") + 4  # + the prefix itself
+    n = wanted - 1000
+    for _ in range(50):
+        _C.set_rank(0, 1)
+        _C.set_state(2)
+        with RecordEvent("x" * n, 7):
+            pass
+        _C.set_state(0)
+        ProfilerResult(_C.collect()).save(str(path))
+        size = os.path.getsize(path)
+        if size == wanted:
+            return str(path)
+        n += wanted - size
+    pytest.fail(f"could not make a .pktrace of {wanted} bytes (last {size})")
+
+
+def test_a_pktrace_whose_size_prefix_reads_as_blank_and_brace_is_a_pktrace(tmp_path):
+    # bytes.lstrip() takes \x0c as a blank: this file used to be taken for JSON.
+    path = pktrace_whose_size_prefix_is(tmp_path / "ff.pktrace", b"\x0c{")
+    with open(path, "rb") as f:
+        assert f.read(2) == b"\x0c{"
+    report = merge_traces([path], tmp_path / "m.trace.json")
+    assert report.inputs[0].format == "pktrace"
+    assert any(e["name"].startswith("xxx") for e in load(tmp_path / "m.trace.json")["traceEvents"])
+
+
+@pytest.mark.parametrize(
+    "head, pktrace, json_",
+    [
+        (b"\x0c{\x00\x00\x28\x00\x00\x00PKTR", True, False),  # size-prefixed: the identifier at 8..12
+        (b"\x28\x00\x00\x00PKTR", True, False),  # no size prefix: at 4..8
+        (b"\x0c{\x00\x00\x28\x00\x00\x00ABCD", False, False),  # \x0c is not JSON whitespace
+        (b'\xef\xbb\xbf\r\n  \t{"traceEvents"', False, True),  # a byte order mark, blank lines, indentation
+        (b"\n[", False, True),
+    ],
+)
+def test_formats_are_told_by_the_identifier_then_json_whitespace(head, pktrace, json_):
+    assert (looks_like_pktrace(head), looks_like_json(head)) == (pktrace, json_)
+
+
+def test_a_pretty_printed_trace_with_a_byte_order_mark_is_merged(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    bom = tmp_path / "bom.trace.json"
+    bom.write_bytes(b"\xef\xbb\xbf\n" + json.dumps(load(a), indent=2).encode())
+    merge_traces([str(bom)], tmp_path / "one.trace.json")
+    merge_traces([a], tmp_path / "two.trace.json")
+    assert load(tmp_path / "one.trace.json")["traceEvents"] == load(tmp_path / "two.trace.json")["traceEvents"]
+
+
+# ---- damaged inputs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "old, new, line, problem",
+    [
+        ('"dur":1.000,', '"dur":1.2.3,', 6, r"is not valid JSON \(Expecting ',' delimiter"),
+        ('"args":{"id":5,', '"args":{"id":5,,', 6, "is not valid JSON"),  # past "args": copied, not read
+        ('"args":{"id":5,', '"args":{"id":NaN,', 6, r"is not valid JSON \(NaN is not a JSON number"),
+        ('"args":{"correlation id":1}}', '"args":{"correlation id":1}', 7, "is not valid JSON"),  # cut short
+        ('"name":"k"', '"name":"k\x01"', 7, "is not valid JSON"),  # a raw control character in a string
+        ('"ts":1.000,"pid"', '"ts":1e3,"pid"', 8, r"cannot be read"),  # a number the rewriter cannot shift
+    ],
+)
+def test_a_damaged_chrome_line_is_an_error_naming_the_file_and_line(tmp_path, old, new, line, problem):
+    good = write_chrome(tmp_path / "good.trace.json", 7, 0, 1_000_000)
+    text = (tmp_path / "good.trace.json").read_text()
+    lines = text.split("\n")
+    assert old in lines[line - 1], lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    (tmp_path / "bad.trace.json").write_text("\n".join(lines))
+    # Later in time than `good`: its events are shifted, so every line is rewritten.
+    bad = edit_metadata(tmp_path / "bad.trace.json", tmp_path / "bad.trace.json", rank=1, pid=8,
+                        base_wall_ns=1_000_500)
+    with pytest.raises(MergeError, match=rf"'.*bad.trace.json' line {line} {problem}.*damaged"):
+        merge_traces([good, bad], tmp_path / "m.trace.json")
+    assert sorted(os.listdir(tmp_path)) == ["bad.trace.json", "good.trace.json"]  # no output, no temporaries
+
+
+def test_a_chrome_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    data = (tmp_path / "a.trace.json").read_bytes()
+    (tmp_path / "a.trace.json").write_bytes(data.replace(b'"name":"k"', b'"name":"k\xff"', 1))
+    with pytest.raises(MergeError, match=r"'.*a.trace.json' line 7 is not valid UTF-8.*damaged"):
+        merge_traces([a], tmp_path / "m.trace.json")
+    assert os.listdir(tmp_path) == ["a.trace.json"]
+
+
+def test_valid_json_in_a_layout_profkit_does_not_write_is_copied(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    text = (tmp_path / "a.trace.json").read_text()
+    unusual = '"args":{"id":5, "nested":{"list":[1,{"x":null}],"s":"\\u00e9 \\"q\\""},"neg":-1.5e-3,'
+    (tmp_path / "a.trace.json").write_text(text.replace('"args":{"id":5,', unusual, 1))
+    merge_traces([a], tmp_path / "m.trace.json")
+    launch = next(e for e in load(tmp_path / "m.trace.json")["traceEvents"] if e["name"] == "cudaLaunchKernel")
+    assert launch["args"] == {"id": 5, "nested": {"list": [1, {"x": None}], "s": 'é "q"'}, "neg": -1.5e-3, "pid": 9,
+                              "ts": 3}
+
+
+def test_a_ts_just_before_args_is_shifted_whole(tmp_path):
+    # Valid JSON in another key order: "ts" last before "args" used to lose its last digit.
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    text = (tmp_path / "a.trace.json").read_text()
+    ours = '"ts":1.000,"dur":1.000,"pid":7,"tid":1000000007,"args"'
+    assert ours in text
+    (tmp_path / "b.trace.json").write_text(text.replace(ours, '"dur":1.000,"pid":7,"tid":1000000007,"ts":1.234,"args"'))
+    b = edit_metadata(tmp_path / "b.trace.json", tmp_path / "b.trace.json", rank=1, pid=8, base_wall_ns=1_000_500)
+    merge_traces([a, b], tmp_path / "m.trace.json")
+    launches = [e for e in load(tmp_path / "m.trace.json")["traceEvents"] if e["name"] == "cudaLaunchKernel"]
+    assert [e["ts"] for e in launches] == [1.0, 1.734]
+
+
+def test_a_chrome_trace_in_another_layout_is_not_kept_after_opening(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    doc = load(a)
+    kernel = next(e for e in doc["traceEvents"] if e["name"] == "k")
+    doc["traceEvents"].extend(dict(kernel, ts=3.0 + i) for i in range(20000))
+    pretty = tmp_path / "pretty.trace.json"
+    pretty.write_text(json.dumps(doc, indent=1))
+    tracemalloc.start()
+    try:
+        sources = [Source(None, str(pretty)) for _ in range(3)]
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Each document is parsed to read its facts and dropped: only the facts stay.
+    assert kept < peak / 10, (kept, peak)
+    assert all(s.layout is None and s.pids == [7, 10000007] for s in sources)
+    report = merge_traces([str(pretty)], tmp_path / "m.trace.json")
+    assert report.inputs[0].lines == len(doc["traceEvents"])
+    assert load(tmp_path / "m.trace.json")["traceEvents"][8:] == doc["traceEvents"][8:]  # events past the metadata
+
+
+# ---- names that are not UTF-8 ------------------------------------------------------
+
+
+def not_utf8_path(directory, result):
+    """`result` saved under a file name that is not UTF-8 ('caf\\xe9'), as Python
+    sees such a name: with surrogate escapes."""
+    plain = saved(result, directory / "plain.pktrace")
+    path = os.fsdecode(os.fsencode(str(directory)) + b"/caf\xe9.pktrace")
+    try:
+        os.rename(plain, path)
+    except OSError as e:  # pragma: no cover - a file system that wants UTF-8 names
+        pytest.skip(f"this file system refuses a name that is not UTF-8: {e}")
+    return path
+
+
+def test_a_file_name_that_is_not_utf8_is_read(tmp_path):
+    path = not_utf8_path(tmp_path, record_window(-1, -1))
+    report = merge_traces([path], tmp_path / "m.trace.json")
+    assert report.inputs[0].name == "caf\ufffd" and report.inputs[0].path == path
+    doc = load(tmp_path / "m.trace.json")
+    assert doc["profkit"]["merged_from"][0]["path"].endswith("caf\ufffd.pktrace")
+    assert "caf\ufffd: Process" in json.dumps(doc, ensure_ascii=False)
+    summary = cross_rank_summary([path])
+    assert summary.ranks[0].name == "caf\ufffd" and summary.ranks[0].steps == 1
+    summary.text().encode("utf-8")  # printable
+
+
+# ---- command line ------------------------------------------------------------------
+
+
+def test_cli_merge_refuses_a_pktrace_output(tmp_path, capsys):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    assert cli.main(["merge", a, "-o", str(tmp_path / "m.pktrace")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("profkit: error: merge writes Chrome trace JSON") and ".trace.json" in err
+    with pytest.raises(MergeError, match=r"named \.pktrace.*name it \.trace\.json"):
+        merge_traces([a], tmp_path / "m.pktrace")
+    assert not (tmp_path / "m.pktrace").exists()
+
+
+def test_cli_summary_ranks_keeps_the_names_given(tmp_path, capsys):
+    r0 = saved(record_window(0, 2), tmp_path / "r0.pktrace")
+    r1 = saved(record_window(1, 2), tmp_path / "r1.pktrace")
+    assert cli.main(["summary", "--ranks", f"x={r0}", r1, "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)["ranks"]] == ["x", "rank1"]
+    assert cli.main(["summary", "--ranks", r0, r0]) == 0  # one rank twice: a one-line warning
+    err = capsys.readouterr().err
+    assert err.startswith("profkit: warning: ") and "both claim rank 0 of world size 2" in err and err.count("\n") == 1

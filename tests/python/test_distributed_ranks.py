@@ -14,6 +14,7 @@ import pytest
 import profkit
 from profkit import Profiler, ProfilerResult, RecordEvent, TracerEventType, _C, _window_listeners, cross_rank_summary
 from profkit._rank import detect_rank
+from profkit.cross_rank import CrossRankSummary, RankFigures
 
 COMMUNICATION = 12
 
@@ -190,3 +191,53 @@ def test_cpu_distributed_summary_counts_host_computation():
     assert rows["Communication"] == total_ns(result, "all_reduce")
     assert rows["Overlap"] == 0
     assert np.isclose(rows["Computation"], cross_rank_summary([result]).ranks[0].computation_ns * 2)
+
+
+def test_ddp_wait_marker_is_not_counted_as_a_collective():
+    from profkit.integrations.torch_distributed import DDP_WAIT_NAME
+
+    _C.set_rank(0, 1)
+    _C.set_state(2)
+    for step in range(2):
+        _C.step_begin(step)
+        with RecordEvent("all_reduce", COMMUNICATION):
+            _C.event_arg_int(_C.intern("bytes"), 1000)
+        with RecordEvent(DDP_WAIT_NAME, COMMUNICATION):
+            _C.event_arg_int(_C.intern("buckets"), 3)
+        _C.step_end(0)
+    _C.set_state(0)
+    figures = cross_rank_summary([ProfilerResult(_C.collect())]).ranks[0]
+    assert figures.collectives == 1 and figures.comm_bytes == 1000
+
+
+def test_two_traces_of_one_rank_are_a_warning():
+    r0, again = rank_window(0, 2, 0.001, 0.001), rank_window(0, 2, 0.001, 0.001)
+    with pytest.warns(profkit.ProfilerWarning, match="both claim rank 0 of world size 2; give one trace per rank"):
+        summary = cross_rank_summary([r0, again, rank_window(1, 2, 0.001, 0.001)], names=["a", "b", None])
+    assert [r.name for r in summary.ranks] == ["a", "b", "rank1"]
+
+
+def figures(name, rank, computation_ms, communication_ms):
+    ms = 1e6
+    return RankFigures(
+        name=name, rank=rank, world_size=2, steps=1, step_ns=10 * ms, computation_ns=computation_ms * ms,
+        communication_ns=communication_ms * ms, overlap_ns=0.0, other_ns=0.0, comm_bytes=0.0, collectives=1.0,
+        computation_note="", source="",
+    )
+
+
+def findings(*ranks):
+    """The summary's finding lines for these ranks (chosen as cross_rank_summary chooses)."""
+    summary = CrossRankSummary(
+        ranks=list(ranks), slowest=ranks[-1], fastest=ranks[0],
+        most_computation=max(ranks, key=lambda r: r.computation_ns),
+    )
+    return [line for line in summary.text().splitlines() if line.startswith(("Likely straggler", "Most computation"))]
+
+
+def test_a_straggler_is_named_only_when_it_stands_out():
+    assert findings(figures("a", 0, 5, 2), figures("b", 1, 9, 1))[0].startswith("Likely straggler: b computes")
+    assert findings(figures("a", 0, 5, 2), figures("b", 1, 9, 3)) == ["Most computation: b (9.00 ms per step)."]
+    assert findings(figures("a", 0, 5, 2), figures("b", 1, 5, 2)) == []  # a tie: nobody
+    assert findings(figures("a", 0, 0, 2), figures("b", 1, 0, 1)) == []  # no computation: nobody
+    assert findings(figures("a", 0, 5.0, 2), figures("b", 1, 5.1, 1)) == []  # within noise of each other

@@ -159,3 +159,52 @@ def test_dir_name_may_be_bytes_like_every_other_path(tmp_path):
     assert exporter.dir_name == str(tmp_path / "bytes_dir") and os.path.isdir(exporter.dir_name)
     with pytest.raises(TypeError, match="dir_name must be a path, not int"):
         export_chrome_tracing(3)
+
+
+def lanes_nest_properly(doc):
+    """Every (pid, tid) lane's complete events nest: none outlives the slice it starts in."""
+    by_lane = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X":
+            # In whole ns, as viewers read them: µs floats summed would round
+            # one step's end past the next one's start.
+            start, end = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+            by_lane.setdefault((e["pid"], e["tid"]), []).append((start, -end))
+    for events in by_lane.values():
+        open_ends = []
+        for start, minus_end in sorted(events):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            if open_ends and open_ends[-1] < -minus_end:
+                return False
+            open_ends.append(-minus_end)
+    return True
+
+
+def test_a_range_that_crosses_a_step_gets_a_lane_of_its_own_and_loads_back(tmp_path):
+    """Prefetching the next batch: a RecordEvent begun in one step and ended in
+    the next. Viewers draw a lane as nested slices, so it moves to the
+    thread's overlap lane; loading maps that lane back to the thread."""
+    exporter = export_chrome_tracing(str(tmp_path))
+    with Profiler(on_trace_ready=exporter) as prof:
+        pending = None
+        for _ in range(4):
+            if pending is not None:
+                pending.end()
+            pending = profkit.RecordEvent("prefetch")
+            pending.begin()
+            time.sleep(0.001)
+            prof.step()
+        pending.end()
+    (path,) = exporter.paths
+    with open(path) as f:
+        doc = json.load(f)
+    assert lanes_nest_properly(doc)
+    tid = next(e["tid"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfileStep#"))
+    prefetch_lanes = {e["tid"] for e in doc["traceEvents"] if e.get("name") == "prefetch"}
+    assert prefetch_lanes == {tid + 2_000_000_000}
+    labels = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    assert labels[tid + 2_000_000_000].endswith(f"(Python, overlapping) [{tid}]")
+    live, loaded = prof.profiler_result, load_profiler_result(path)
+    assert loaded.threads == live.threads
+    assert len(loaded) == len(live)

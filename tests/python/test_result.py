@@ -170,6 +170,19 @@ def test_export_chrome_tracing_and_save(saved, tmp_path):
     assert load_profiler_result(tmp_path / "copy.pktrace").info == live.info
 
 
+def test_file_names_that_are_not_utf8_save_export_and_load(saved, tmp_path):
+    """Linux file names are bytes; Python hands undecodable ones over with
+    surrogate escapes (os.listdir, glob), which must reach the engine intact."""
+    live, _ = saved
+    (tmp_path / "names").mkdir()
+    stem = os.path.join(str(tmp_path / "names"), os.fsdecode(b"caf\xe9"))
+    live.save(stem + ".pktrace")
+    live.export_chrome_tracing(stem + ".trace.json")
+    assert sorted(os.listdir(os.fsencode(str(tmp_path / "names")))) == [b"caf\xe9.pktrace", b"caf\xe9.trace.json"]
+    for suffix in (".pktrace", ".trace.json"):
+        assert load_profiler_result(stem + suffix).info["host_event_count"] == live.info["host_event_count"]
+
+
 def test_missing_file():
     with pytest.raises(FileNotFoundError, match="nowhere.pktrace"):
         load_profiler_result("/nonexistent/nowhere.pktrace")

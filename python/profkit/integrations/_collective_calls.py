@@ -30,6 +30,7 @@ __all__ = [
     "is_async",
     "ddp_context",
     "arg_key",
+    "DDP_WAIT_NAME",
 ]
 
 #: The event type of every call and in-flight event.
@@ -46,9 +47,12 @@ class Spec:
         peer: Optional[str] = None,
         group: Optional[str] = "group",
         positional: bool = False,
+        p2p_ops: Optional[str] = None,
     ) -> None:
         self.sent = tuple(sent)  # -> "bytes"
         self.received = tuple(received)  # -> "out_bytes" (or "bytes" when nothing is sent)
+        # A list of P2POps: each one's tensor is sent or received by its op.
+        self.p2p_ops = p2p_ops
         self.peer = peer
         self.group = group
         self.positional = positional  # a builtin without a signature
@@ -80,7 +84,7 @@ COLLECTIVES: Dict[str, Spec] = {
     "recv": Spec(received=["tensor"], peer="src"),
     "isend": Spec(sent=["tensor"], peer="dst"),
     "irecv": Spec(received=["tensor"], peer="src"),
-    "batch_isend_irecv": Spec(sent=["p2p_op_list"], group=None),
+    "batch_isend_irecv": Spec(p2p_ops="p2p_op_list", group=None),
     "all_gather_object": Spec(),
     "gather_object": Spec(peer="dst"),
     "broadcast_object_list": Spec(peer="src"),
@@ -97,6 +101,10 @@ EVENT_NAMES = {
     "_all_gather_base": "all_gather_into_tensor",
     "_reduce_scatter_base": "reduce_scatter_tensor",
 }
+
+#: The Communication event instrument_ddp records for DDP's wait on its
+#: gradient all-reduces: a marker of waiting, not a collective of its own.
+DDP_WAIT_NAME = "DDP wait for all_reduce"
 
 _ALWAYS_ASYNC = {"isend", "irecv", "batch_isend_irecv"}
 
@@ -138,6 +146,33 @@ def _payload(value: Any) -> Tuple[Optional[int], Any]:
     return None, None
 
 
+#: P2POp.op values (torch's functions, by name) that send; the others receive.
+_SENDING_OPS = {"isend", "send"}
+_RECEIVING_OPS = {"irecv", "recv"}
+
+
+def _p2p_payloads(ops: Any) -> Tuple[Optional[int], Optional[int], Any]:
+    """(bytes sent, bytes received, first tensor) of a list of P2POps: an
+    irecv's tensor is filled by the peer, not sent to it."""
+    sent, received, first = None, None, None
+    if not isinstance(ops, (list, tuple)):
+        return sent, received, first
+    for op in ops:
+        kind = getattr(getattr(op, "op", None), "__name__", "")
+        n, t = _payload(op)
+        if n is None:
+            continue
+        if kind in _SENDING_OPS:
+            sent = n if sent is None else sent + n
+        elif kind in _RECEIVING_OPS:
+            received = n if received is None else received + n
+        else:  # an op this torch added since: neither, rather than a wrong guess
+            continue
+        if first is None:
+            first = t
+    return sent, received, first
+
+
 def _payloads(bound: Dict[str, Any], names: Sequence[str], tensor: Any) -> Tuple[Optional[int], Any]:
     """Total bytes of the named arguments, and the first tensor (``tensor`` if already found)."""
     total = None
@@ -176,6 +211,8 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
         bound.update(kwargs)
     sent, tensor = _payloads(bound, spec.sent, None)
     received, tensor = _payloads(bound, spec.received, tensor)
+    if spec.p2p_ops is not None:
+        sent, received, tensor = _p2p_payloads(bound.get(spec.p2p_ops))
     if sent is not None:
         call.args.append(("bytes", sent))
         if received is not None:
@@ -195,8 +232,8 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
         call.args.append(("async_op", 1))
     elif has_async:
         call.args.append(("async_op", int(bool(bound.get("async_op", False)))))
-    if name == "batch_isend_irecv" and isinstance(bound.get("p2p_op_list"), list):
-        call.args.append(("ops", len(bound["p2p_op_list"])))
+    if spec.p2p_ops is not None and isinstance(bound.get(spec.p2p_ops), list):
+        call.args.append(("ops", len(bound[spec.p2p_ops])))
     bucket = getattr(ddp_context, "ddp_bucket", None)
     if bucket is not None:
         call.args.append(("ddp_bucket", bucket))

@@ -67,6 +67,7 @@ from .._C import RecordEvent
 from ._collective_calls import (
     COLLECTIVES,
     COMMUNICATION,
+    DDP_WAIT_NAME,
     EVENT_NAMES,
     Spec,
     annotate,
@@ -94,6 +95,7 @@ __all__ = [
     "IN_FLIGHT_SUFFIX",
     "IN_FLIGHT_THREAD_NAME",
     "WINDOW_END_WAIT_S",
+    "DDP_WAIT_NAME",
 ]
 
 _lock = threading.Lock()
@@ -250,9 +252,6 @@ def disable() -> None:
 def is_enabled() -> bool:
     """True between enable() and disable()."""
     return bool(_originals)
-
-
-DDP_WAIT_NAME = "DDP wait for all_reduce"
 
 
 def _mark_ddp_wait(engine: Any, buckets: int) -> None:
