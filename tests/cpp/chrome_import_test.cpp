@@ -127,6 +127,15 @@ void expect_same_result(const Result& a, const Result& b) {
   EXPECT_EQ(a.metadata, b.metadata);
 }
 
+// A hand-made result's info: process `pid`, recorded over [start, end).
+ResultInfo window_info(uint32_t pid, uint64_t start_ns, uint64_t end_ns) {
+  ResultInfo info;
+  info.pid = pid;
+  info.start_ns = start_ns;
+  info.end_ns = end_ns;
+  return info;
+}
+
 std::unique_ptr<Result> export_and_read(const Result& r, const std::string& path, const ChromeOptions& options = {}) {
   export_chrome_trace(r, path, options);
   EXPECT_TRUE(looks_like_json_file(path));
@@ -187,11 +196,7 @@ TEST(ChromeImport, LabelsPlacementAndMissingFlowsReadBackTheSame) {
 
 TEST(ChromeImport, TiesNestingMemoryOnlyThreadsAndManyEventsSurvive) {
   TempDir dir;
-  ResultInfo info;
-  info.pid = 7;
-  info.start_ns = 5'000'000'000;
-  info.end_ns = 6'000'000'000;
-  ResultBuilder b(info);
+  ResultBuilder b(window_info(7, 5'000'000'000, 6'000'000'000));
   b.add_string("");
   const uint32_t outer = b.add_string("outer");
   const uint32_t inner = b.add_string("inner");
@@ -221,11 +226,7 @@ TEST(ChromeImport, TiesNestingMemoryOnlyThreadsAndManyEventsSurvive) {
 // reads back as that thread.
 TEST(ChromeImport, EventsCrossingAnEnclosingOneGetAnOverlapLaneAndLoadBack) {
   TempDir dir;
-  ResultInfo info;
-  info.pid = 7;
-  info.start_ns = 1'000;
-  info.end_ns = 9'000;
-  ResultBuilder b(info);
+  ResultBuilder b(window_info(7, 1'000, 9'000));
   b.add_string("");
   const uint32_t step0 = b.add_string("ProfileStep#0");
   const uint32_t step1 = b.add_string("ProfileStep#1");
@@ -260,11 +261,7 @@ TEST(ChromeImport, EventsCrossingAnEnclosingOneGetAnOverlapLaneAndLoadBack) {
 // the export must stay a file every reader (and load) accepts.
 TEST(ChromeImport, NonFiniteKernelFiguresExportAsZero) {
   TempDir dir;
-  ResultInfo info;
-  info.pid = 7;
-  info.start_ns = 100;
-  info.end_ns = 900;
-  ResultBuilder b(info);
+  ResultBuilder b(window_info(7, 100, 900));
   b.add_string("");
   const uint32_t kernel = b.add_string("k");
   pk_kernel_detail k{};
@@ -287,11 +284,7 @@ TEST(ChromeImport, NonFiniteKernelFiguresExportAsZero) {
 
 TEST(ChromeImport, GpuWorkWithoutHostEventsMakesNoThreadsOfItsStreams) {
   TempDir dir;
-  ResultInfo info;
-  info.pid = 9;
-  info.start_ns = 100;
-  info.end_ns = 900;
-  ResultBuilder b(info);
+  ResultBuilder b(window_info(9, 100, 900));
   b.add_string("");
   const uint32_t kernel = b.add_string("k");
   b.add_device_event({200, 300, 0, kernel, 1, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
@@ -306,11 +299,7 @@ TEST(ChromeImport, GpuWorkWithoutHostEventsMakesNoThreadsOfItsStreams) {
 // needs a "device" argument), even with an argument named "device".
 TEST(ChromeImport, HostEventsOfDeviceTypesLoadBackAsHostEvents) {
   TempDir dir;
-  ResultInfo info;
-  info.pid = 7;
-  info.start_ns = 1'000;
-  info.end_ns = 9'000;
-  ResultBuilder b(info);
+  ResultBuilder b(window_info(7, 1'000, 9'000));
   b.add_string("");
   const uint32_t copy = b.add_string("host copy");
   const uint32_t launch = b.add_string("my kernel wrapper");
