@@ -13,6 +13,14 @@ namespace {
 constexpr uint32_t kPhases[] = {PK_EVENT_DATALOADER, PK_EVENT_FORWARD, PK_EVENT_BACKWARD, PK_EVENT_OPTIMIZATION};
 }  // namespace
 
+ModelTable::ModelTable(const SummaryContext& context) : context_(context) {
+  // One Call per step and phase event, counted already: no regrowth (which
+  // would hold two copies at once).
+  size_t calls = context.host_calls[PK_EVENT_PROFILE_STEP];
+  for (uint32_t type : kPhases) calls += context.host_calls[type];
+  calls_.reserve(calls);
+}
+
 uint32_t ModelTable::type_mask() const {
   uint32_t mask = type_bit(PK_EVENT_PROFILE_STEP);
   for (uint32_t type : kPhases) mask |= type_bit(type);
@@ -55,16 +63,27 @@ void ModelTable::end_thread(size_t /*thread*/) {
   }
   unphased_.insert(unphased_.end(), thread_unphased_.begin(), thread_unphased_.end());
   thread_unphased_.clear();
+  // One run per thread: the sweep in table() goes over each in time order.
+  if (unstepped_run_ends_.empty() || unstepped_run_ends_.back() != unstepped_.size()) {
+    unstepped_run_ends_.push_back(unstepped_.size());
+  }
+  if (unphased_run_ends_.empty() || unphased_run_ends_.back() != unphased_.size()) {
+    unphased_run_ends_.push_back(unphased_.size());
+  }
 }
 
 namespace {
 
 // Adds each launch's duration to the call of `calls` open at its launch time
-// that `prefer(a, b)` ranks first among those that pass `eligible`. One
-// sweep over launches and calls in time order; the set of calls open at once
-// stays small (a step and a phase or two per thread).
+// that `prefer(a, b)` ranks first among those that pass `eligible`.
+// `launches` holds one run per thread (`run_ends`), each in time order (a
+// thread's launching events are in start order), so each run is one sweep
+// over the calls in start order: nothing is copied or sorted but the calls'
+// order. The set of calls open at once stays small (a step and a phase or two
+// per thread).
 template <typename Call, typename Launch, typename Eligible, typename Prefer>
-void add_by_launch_time(const std::vector<Call>& calls, std::vector<Launch> launches, Eligible eligible, Prefer prefer,
+void add_by_launch_time(const std::vector<Call>& calls, const std::vector<Launch>& launches,
+                        const std::vector<size_t>& run_ends, Eligible eligible, Prefer prefer,
                         std::vector<uint64_t>& gpu) {
   if (launches.empty()) return;
   std::vector<size_t> order;
@@ -73,19 +92,33 @@ void add_by_launch_time(const std::vector<Call>& calls, std::vector<Launch> laun
   }
   if (order.empty()) return;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a].start_ns < calls[b].start_ns; });
-  std::sort(launches.begin(), launches.end(), [](const Launch& a, const Launch& b) { return a.time_ns < b.time_ns; });
+  auto by_time = [](const Launch& a, const Launch& b) { return a.time_ns < b.time_ns; };
   std::vector<size_t> open;
-  size_t next = 0;
-  for (const Launch& l : launches) {
-    while (next < order.size() && calls[order[next]].start_ns <= l.time_ns) open.push_back(order[next++]);
-    open.erase(std::remove_if(open.begin(), open.end(), [&](size_t i) { return calls[i].end_ns <= l.time_ns; }),
-               open.end());
-    if (open.empty()) continue;
-    size_t best = open.front();
-    for (size_t i : open) {
-      if (prefer(calls[i], calls[best])) best = i;
+  std::vector<Launch> unsorted_run;  // only for a damaged Result
+  size_t run_begin = 0;
+  for (size_t run_end : run_ends) {
+    const Launch* first = launches.data() + run_begin;
+    const Launch* last = launches.data() + run_end;
+    run_begin = run_end;
+    if (!std::is_sorted(first, last, by_time)) {
+      unsorted_run.assign(first, last);
+      std::sort(unsorted_run.begin(), unsorted_run.end(), by_time);
+      first = unsorted_run.data();
+      last = first + unsorted_run.size();
     }
-    gpu[best] += l.duration_ns;
+    open.clear();
+    size_t next = 0;
+    for (const Launch* l = first; l != last; ++l) {
+      while (next < order.size() && calls[order[next]].start_ns <= l->time_ns) open.push_back(order[next++]);
+      open.erase(std::remove_if(open.begin(), open.end(), [&](size_t i) { return calls[i].end_ns <= l->time_ns; }),
+                 open.end());
+      if (open.empty()) continue;
+      size_t best = open.front();
+      for (size_t i : open) {
+        if (prefer(calls[i], calls[best])) best = i;
+      }
+      gpu[best] += l->duration_ns;
+    }
   }
 }
 
@@ -99,8 +132,8 @@ std::vector<uint64_t> ModelTable::gpu_by_launch_time() const {
   auto on_step_thread_then_later = [](const Call& a, const Call& b) {
     return a.on_step_thread != b.on_step_thread ? a.on_step_thread : a.start_ns > b.start_ns;
   };
-  add_by_launch_time(calls_, unstepped_, is_step, later, gpu);
-  add_by_launch_time(calls_, unphased_, is_phase, on_step_thread_then_later, gpu);
+  add_by_launch_time(calls_, unstepped_, unstepped_run_ends_, is_step, later, gpu);
+  add_by_launch_time(calls_, unphased_, unphased_run_ends_, is_phase, on_step_thread_then_later, gpu);
   return gpu;
 }
 

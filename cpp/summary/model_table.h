@@ -28,7 +28,7 @@ namespace profkit {
 
 class ModelTable : public HostEventVisitor {
  public:
-  explicit ModelTable(const SummaryContext& context) : context_(context) {}
+  explicit ModelTable(const SummaryContext& context);
   uint32_t type_mask() const override;
   void begin_thread(size_t thread) override;
   void on_open(const OpenStack& stack) override;
@@ -60,6 +60,9 @@ class ModelTable : public HostEventVisitor {
   std::vector<Call> calls_;
   std::vector<Launch> unstepped_;  // launched outside any step on their thread
   std::vector<Launch> unphased_;   // launched on threads with no step or phase
+  // Where each thread's launches end in the two lists above.
+  std::vector<size_t> unstepped_run_ends_;
+  std::vector<size_t> unphased_run_ends_;
 
   // The thread being walked.
   size_t thread_first_call_ = 0;
