@@ -30,7 +30,7 @@ uint32_t ModelTable::type_mask() const {
 void ModelTable::begin_thread(size_t /*thread*/) {
   thread_first_call_ = calls_.size();
   open_steps_ = open_phases_ = 0;
-  thread_has_steps_ = false;
+  thread_has_steps_ = thread_records_loop_ = false;
   thread_unphased_.clear();
 }
 
@@ -40,6 +40,7 @@ void ModelTable::on_open(const OpenStack& stack) {
   thread_has_steps_ |= step;
   // The thread records the loop itself: its launches outside the phases are
   // "Others", not another thread's phase.
+  thread_records_loop_ = true;
   thread_unphased_.clear();
 }
 
@@ -53,8 +54,7 @@ void ModelTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
 void ModelTable::on_launch(const OpenStack& /*stack*/, const LaunchedWork& work) {
   const Launch launch{context_.result->host_events[work.host_event].start_ns, work.duration_ns};
   if (open_steps_ == 0 && context_.has_steps) unstepped_.push_back(launch);
-  const bool thread_has_model_events = calls_.size() > thread_first_call_ || open_steps_ + open_phases_ > 0;
-  if (!thread_has_model_events) thread_unphased_.push_back(launch);
+  if (!thread_records_loop_) thread_unphased_.push_back(launch);
 }
 
 void ModelTable::end_thread(size_t /*thread*/) {

@@ -69,6 +69,7 @@ class ModelTable : public HostEventVisitor {
   uint32_t open_steps_ = 0;
   uint32_t open_phases_ = 0;
   bool thread_has_steps_ = false;
+  bool thread_records_loop_ = false;  // it has a step or phase event (so far)
   std::vector<Launch> thread_unphased_;
 };
 
