@@ -267,11 +267,13 @@ std::unique_ptr<at::ObserverContext> start_clock(const at::RecordFunction&) {
 }
 void end_clock(const at::RecordFunction&, at::ObserverContext*) { ring[next++ % 1024] = now(); }
 // One callback for both scopes, registered as profkit's hook registers its
-// own: torch's work per operator grows with the number of callbacks.
+// own: thread-locally, on the thread that runs the loop (torch's work per
+// operator grows with the number of callbacks, and a global one makes every
+// ThreadLocalStateGuard copy the global list).
 PyObject* install(PyObject*, PyObject* clock) {
   const bool read_clock = PyObject_IsTrue(clock) == 1;
   auto callback = read_clock ? at::RecordFunctionCallback(start_clock, end_clock) : at::RecordFunctionCallback(start, end);
-  handle = at::addGlobalCallback(callback.scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  handle = at::addThreadLocalCallback(callback.scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   Py_RETURN_NONE;
 }
 PyObject* uninstall(PyObject*, PyObject*) {

@@ -130,7 +130,7 @@ def test_threads_share_operator_names_while_operators_come_and_go(pk_torch):
     # around each operator, so the workers' callbacks really run at once.
     import threading
 
-    pk_torch.enable()
+    pk_torch.enable(all_threads=True)  # the workers open no window: only a global callback sees them
     work = {"pk_worker_add": (torch.add, "aten::add"), "pk_worker_mul": (torch.mul, "aten::mul"),
             "pk_worker_sub": (torch.sub, "aten::sub"), "pk_worker_max": (torch.maximum, "aten::maximum")}
     x = torch.randn(8)
@@ -281,6 +281,108 @@ def test_each_thread_has_its_own_top_level_forward(pk_torch):
     forwards = events["type"] == FORWARD
     assert list(events["name"][forwards]) == ["TinyNet.forward"] * 2
     assert len(set(events["tid"][forwards])) == 2
+
+
+# ---- which threads ------------------------------------------------------------------------------
+def operators_by_thread(prof, label):
+    """The operator names recorded on the thread that recorded the event ``label``, and on the others."""
+    events = events_of(prof)
+    tid = [t for n, t in zip(events["name"], events["tid"]) if n == label]
+    assert len(tid) == 1, label
+    mine = (events["tid"] == tid[0]) & (events["type"] == OPERATOR)
+    others = (events["tid"] != tid[0]) & (events["type"] == OPERATOR)
+    return collections.Counter(events["name"][mine]), collections.Counter(events["name"][others])
+
+
+@pytest.mark.parametrize("all_threads", [False, True])
+def test_operators_of_other_threads_are_recorded_with_all_threads(pk_torch, all_threads):
+    # By default, as torch.profiler: the thread that opens the window (and
+    # those torch runs its work on); all_threads=True: every thread. The
+    # other thread's RecordEvent is recorded either way (profkit's own events).
+    import threading
+
+    pk_torch.enable(all_threads=all_threads)
+    native = pk_torch._current.native
+    x = torch.randn(8)
+
+    def work():
+        with profkit.RecordEvent("pk_other_thread"):
+            for _ in range(5):
+                torch.mul(x, x)
+
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        assert native.global_callback() is all_threads
+        assert native.callbacks_on_this_thread() == (0 if all_threads else 1)
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        with profkit.RecordEvent("pk_driving_thread"):
+            for _ in range(3):
+                torch.add(x, x)
+    on_worker, _ = operators_by_thread(prof, "pk_other_thread")
+    on_driver, _ = operators_by_thread(prof, "pk_driving_thread")
+    assert on_worker == ({"aten::mul": 5} if all_threads else {})
+    assert on_driver["aten::add"] == 3
+    assert not native.armed() and native.callbacks_on_this_thread() == 0
+
+
+def test_the_thread_local_callback_goes_when_the_window_closes_on_another_thread(pk_torch):
+    # Only a thread can take a callback off its own list: when another thread
+    # closes the window, the callback left here removes itself at this
+    # thread's next operator, so torch runs unobserved again outside windows.
+    import threading
+
+    pk_torch.enable()
+    native = pk_torch._current.native
+    x = torch.randn(8)
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    prof.start()
+    torch.add(x, x)
+    stopper = threading.Thread(target=prof.stop)
+    stopper.start()
+    stopper.join()
+    assert not native.armed() and native.callbacks_on_this_thread() == 1
+    torch.add(x, x)  # outside every window: the callback takes itself off
+    assert native.callbacks_on_this_thread() == 0
+    assert collections.Counter(names_of_type(events_of(prof), OPERATOR)) == {"aten::add": 1}
+    with profkit.Profiler(on_trace_ready=lambda p: None) as again:
+        torch.add(x, x)
+    assert collections.Counter(names_of_type(events_of(again), OPERATOR)) == {"aten::add": 1}
+
+
+def test_a_callback_torch_puts_back_does_not_record_twice(pk_torch):
+    # A window closed inside a backward hook: the callback is removed inside
+    # the autograd engine's ThreadLocalStateGuard, which puts the list it
+    # saved back when the node ends. The next window must not then hold two.
+    pk_torch.enable()
+    native = pk_torch._current.native
+    x = torch.randn(4, requires_grad=True)
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    prof.start()
+    y = (x * 2).sum()
+    y.register_hook(lambda grad: prof.stop())
+    y.backward()
+    assert not native.armed() and native.callbacks_on_this_thread() == 1  # put back by torch
+    with profkit.Profiler(on_trace_ready=lambda p: None) as again:
+        assert native.callbacks_on_this_thread() == 1
+        torch.add(x, x)
+    assert collections.Counter(names_of_type(events_of(again), OPERATOR)) == {"aten::add": 1}
+    assert native.callbacks_on_this_thread() == 0
+
+
+def test_all_threads_can_change_while_recording(pk_torch):
+    pk_torch.enable()
+    native = pk_torch._current.native
+    x = torch.randn(8)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        torch.add(x, x)
+        pk_torch.enable(all_threads=True)
+        assert native.global_callback() and native.callbacks_on_this_thread() == 0
+        torch.add(x, x)
+        pk_torch.enable(all_threads=False)
+        assert not native.global_callback() and native.callbacks_on_this_thread() == 1
+        torch.add(x, x)
+    assert collections.Counter(names_of_type(events_of(prof), OPERATOR)) == {"aten::add": 3}
 
 
 def test_compiled_models_are_profiled_operator_by_operator(pk_torch):
@@ -488,6 +590,8 @@ def test_bad_options_are_rejected(pk_torch, monkeypatch):
         pk_torch.enable(backend="cuda")
     with pytest.raises(TypeError, match="record_shapes must be a bool"):
         pk_torch.enable(record_shapes="yes")
+    with pytest.raises(TypeError, match="all_threads must be a bool"):
+        pk_torch.enable(all_threads=None)
     monkeypatch.setenv("PROFKIT_TORCH_BACKEND", "fast")
     with pytest.raises(ValueError, match="PROFKIT_TORCH_BACKEND must be one of"):
         pk_torch.enable()
@@ -547,7 +651,10 @@ def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
             try:
                 torch.set_num_threads(1)  # OpenMP's pool does not survive fork (DataLoader workers do the same)
                 model(x).sum().backward()  # torch runs unhooked here
-                report = f"{native.armed()} {pk_torch.is_enabled()} {module_call_is_torchs()}"
+                report = (
+                    f"{native.armed()} {native.callbacks_on_this_thread()} {pk_torch.is_enabled()} "
+                    f"{module_call_is_torchs()}"
+                )
             except BaseException as e:
                 report = f"error {e!r}"
             os.write(write, report.encode())
@@ -557,7 +664,7 @@ def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
         report = os.read(read, 200).decode()
         os.close(read)
         model(x)
-    assert status == 0 and report == "False False True"
+    assert status == 0 and report == "False 0 False True"
     assert native.armed() is False and pk_torch.is_enabled()  # the parent keeps its hooks
     assert names_of_type(events_of(prof), FORWARD) == ["TinyNet.forward"]
 

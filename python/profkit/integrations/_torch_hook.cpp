@@ -34,6 +34,17 @@
 // ranges (on_range_start below). Input shapes are only gathered when asked
 // for (needsInputs is off otherwise, so torch does not even copy the inputs).
 //
+// Which threads: by default the callback is registered thread-locally on
+// the thread that opens the window (the one driving the Profiler), and torch
+// carries it to the threads that run that thread's work -- the autograd
+// engine's device threads, at::launch tasks -- as torch.profiler does.
+// enable(all_threads=True) registers it globally instead: every thread's
+// operators. The global kind costs more than its callback: with any global
+// callback registered, torch copies the global list (a mutex and an
+// allocation) each time a ThreadLocalStateGuard sets a thread's state, which
+// the autograd engine does twice per backward node (callgrind, mlp: 36 k
+// instructions per training step, ~4 % of what torch adds once observed).
+//
 // Thread-safety: the callbacks run on every thread that executes operators
 // and only call thread-safe profkit functions. The module functions are
 // called with the GIL held; the state listener runs on whichever thread
@@ -48,6 +59,9 @@
 #include "_torch_memory.h"
 #include "_torch_op_names.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdint>
@@ -61,8 +75,11 @@ using profkit_torch::operator_name_id;
 
 std::mutex g_mutex;                 // guards the handles and flags below
 at::CallbackHandle g_callback = 0;  // registered with torch while armed
+bool g_callback_global = false;     // g_callback is global (else on g_callback_thread's TLS)
+pthread_t g_callback_thread{};      // the thread arm() ran on
 uint64_t g_listener = 0;            // profkit state listener while installed
 bool g_want_shapes = false;         // what the next arm() asks torch for
+bool g_want_all_threads = false;    // what the next arm() registers: global or thread-local
 std::atomic<pk_name_id> g_shapes_key{0};
 
 void append_int(std::string& out, int64_t value) {
@@ -151,7 +168,13 @@ PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) {
 // ---- the callbacks: operators first, user ranges off the hot path -------------------
 // Two start callbacks, one per record_shapes setting, so that the common one
 // reads no flag per operator; arm() registers the one asked for.
+PK_HOOK_COLD void on_start_outside_window();
+
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (__builtin_expect(__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0, 0)) {
+    on_start_outside_window();
+    return nullptr;
+  }
   if (__builtin_expect(fn.scope() != at::RecordScope::FUNCTION, 0)) {
     on_range_start(fn);
     return nullptr;
@@ -161,6 +184,10 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFuncti
 }
 
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
+  if (__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0) {
+    on_start_outside_window();
+    return nullptr;
+  }
   if (fn.scope() != at::RecordScope::FUNCTION) {
     on_range_start(fn);
     return nullptr;
@@ -178,17 +205,62 @@ PK_HOOK_HOT void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   pk_end_event();
 }
 
+// ---- registration ------------------------------------------------------------------
+bool is_ours(const at::RecordFunctionCallbacksEntry& entry) {
+  const auto start = entry.callback_.start();
+  return start == on_start || start == on_start_with_shapes;
+}
+
+// Takes every callback of ours off the calling thread's TLS list; the number
+// taken. Found by function, not by handle: a thread may hold one registered
+// under an older handle -- torch's ThreadLocalStateGuard puts back the list
+// it saved, so a callback removed inside one (a window closed in a backward
+// hook) comes back when the guard ends. A RecordFunction in progress keeps
+// its own copy of the callbacks, so this is safe inside a callback too.
+size_t remove_thread_local_callbacks() {
+  const at::RecordFunctionTLS& current = at::get_record_function_tls_();
+  const auto& callbacks = current.sorted_tls_callbacks_;
+  const size_t ours = static_cast<size_t>(std::count_if(callbacks.begin(), callbacks.end(), is_ours));
+  if (ours == 0) return 0;
+  at::RecordFunctionTLS kept = current;
+  auto& list = kept.sorted_tls_callbacks_;
+  list.erase(std::remove_if(list.begin(), list.end(), is_ours), list.end());
+  at::set_record_function_tls_(kept);
+  return ours;
+}
+
+size_t thread_local_callbacks_here() {
+  const auto& callbacks = at::get_record_function_tls_().sorted_tls_callbacks_;
+  return static_cast<size_t>(std::count_if(callbacks.begin(), callbacks.end(), is_ours));
+}
+
+// An operator on a thread that still holds the callback although no window
+// records: the window closed on another thread than the one that opened it
+// (or a ThreadLocalStateGuard put the callback back). Thread-local callbacks
+// can only be removed by their own thread, so each takes itself off here, at
+// its thread's first operator outside a window. (A global one is left to
+// disarm(), which is on its way: the window has just closed.)
+PK_HOOK_COLD void on_start_outside_window() { remove_thread_local_callbacks(); }
+
 // Both under g_mutex.
 void arm() {
   if (g_callback != 0) return;
-  g_callback = at::addGlobalCallback(at::RecordFunctionCallback(g_want_shapes ? on_start_with_shapes : on_start, on_end)
-                                         .needsInputs(g_want_shapes)
-                                         .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  const auto callback = at::RecordFunctionCallback(g_want_shapes ? on_start_with_shapes : on_start, on_end)
+                            .needsInputs(g_want_shapes)
+                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE});
+  remove_thread_local_callbacks();  // one left here would record every operator twice
+  g_callback_global = g_want_all_threads;
+  g_callback_thread = pthread_self();
+  g_callback = g_callback_global ? at::addGlobalCallback(callback) : at::addThreadLocalCallback(callback);
 }
 
 void disarm() {
   if (g_callback == 0) return;
-  at::removeCallback(g_callback);
+  if (g_callback_global) {
+    at::removeCallback(g_callback);
+  } else if (pthread_equal(g_callback_thread, pthread_self())) {
+    remove_thread_local_callbacks();
+  }  // else: only its own thread can take it off, at its next operator (on_start_outside_window)
   g_callback = 0;
 }
 
@@ -274,6 +346,19 @@ PyObject* set_record_shapes(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* set_all_threads(PyObject*, PyObject* arg) {
+  const int want = PyObject_IsTrue(arg);
+  if (want < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_want_all_threads == (want != 0)) Py_RETURN_NONE;
+  g_want_all_threads = want != 0;
+  if (g_callback != 0) {  // armed now: register the other kind
+    disarm();
+    arm();
+  }
+  Py_RETURN_NONE;
+}
+
 // Allocations and frees as memory events, from the calling thread (the one
 // driving the Profiler) while a window asks for them; see _torch_memory.h.
 PyObject* memory_window(PyObject*, PyObject* arg) {
@@ -299,7 +384,8 @@ PyObject* memory_threads_holding(PyObject*, PyObject*) {
 PyObject* forget_after_fork(PyObject*, PyObject*) {
   g_forked.store(true, std::memory_order_relaxed);
   profkit_torch::forget_memory_after_fork();
-  if (g_callback != 0) at::removeCallback(g_callback);
+  if (g_callback != 0 && g_callback_global) at::removeCallback(g_callback);
+  remove_thread_local_callbacks();  // the forking thread's; the child has no other
   g_callback = 0;
   g_listener = 0;  // left registered in the child's engine; on_state ignores it
   Py_RETURN_NONE;
@@ -319,6 +405,15 @@ PyObject* installed(PyObject*, PyObject*) {
 PyObject* armed(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return PyBool_FromLong(g_callback != 0);
+}
+
+PyObject* callbacks_on_this_thread(PyObject*, PyObject*) {
+  return PyLong_FromSize_t(thread_local_callbacks_here());
+}
+
+PyObject* global_callback(PyObject*, PyObject*) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return PyBool_FromLong(g_callback != 0 && g_callback_global);
 }
 
 PyMethodDef kMethods[] = {
@@ -344,6 +439,13 @@ PyMethodDef kMethods[] = {
     {"content_lookups", content_lookups, METH_NOARGS,
      "content_lookups() -> int: names looked up by their text so far (not found by address)"},
     {"armed", armed, METH_NOARGS, "armed() -> bool: whether the RecordFunction callback is registered now"},
+    {"set_all_threads", set_all_threads, METH_O,
+     "set_all_threads(flag): register the callback globally (every thread) instead of on the thread that opens "
+     "the window (from the next window, or now if recording)"},
+    {"callbacks_on_this_thread", callbacks_on_this_thread, METH_NOARGS,
+     "callbacks_on_this_thread() -> int: callbacks of this hook on the calling thread's thread-local list"},
+    {"global_callback", global_callback, METH_NOARGS,
+     "global_callback() -> bool: whether the callback is registered now, globally"},
     {nullptr, nullptr, 0, nullptr},
 };
 

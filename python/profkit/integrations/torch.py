@@ -31,6 +31,12 @@ Once enabled, every recording window gets:
 - a ``PythonUserDefined`` event for each ``torch.profiler.record_function``
   range (and torch's own, such as ``Optimizer.zero_grad#SGD.zero_grad``).
 
+Threads: operators are recorded on the thread that opens the window (the
+one driving the Profiler) and on the threads torch runs its work on (the
+autograd engine's device threads, ``at::launch`` tasks), as torch.profiler
+records them; ``enable(all_threads=True)`` records every thread's, at some
+cost in every backward pass. The other events are recorded on every thread.
+
 Operators are recorded by a native hook (a RecordFunction callback calling
 profkit's C ABI) that is compiled against the installed torch on first use
 and cached (see _torch_native.py; ``python -m profkit.integrations.torch
@@ -73,6 +79,7 @@ class _Options(NamedTuple):
     record_shapes: Optional[bool]
     profile_memory: Optional[bool]
     backend: str  # as asked: one of BACKENDS
+    all_threads: bool
 
 
 class _Integration:
@@ -152,14 +159,23 @@ class _Enabled:
             disable()
         else:
             previous = self._previous
-            enable(record_shapes=previous.record_shapes, profile_memory=previous.profile_memory, backend=previous.backend)
+            enable(
+                record_shapes=previous.record_shapes,
+                profile_memory=previous.profile_memory,
+                backend=previous.backend,
+                all_threads=previous.all_threads,
+            )
 
     def __repr__(self) -> str:
         return f"<profkit.integrations.torch enabled ({backend()})>"
 
 
 def enable(
-    *, record_shapes: Optional[bool] = None, profile_memory: Optional[bool] = None, backend: str = "auto"
+    *,
+    record_shapes: Optional[bool] = None,
+    profile_memory: Optional[bool] = None,
+    backend: str = "auto",
+    all_threads: bool = False,
 ) -> _Enabled:
     """Records PyTorch's operators, passes, optimizer steps and data loading in every window.
 
@@ -170,6 +186,13 @@ def enable(
             only). None (default): follow each Profiler's ``profile_memory``.
         backend: "auto" (default; ``$PROFKIT_TORCH_BACKEND`` may pick),
             "native" or "python" -- see BACKENDS.
+        all_threads: record the operators of every thread. False
+            (default): those of the thread that opens the window (the one
+            calling ``prof.step()``/``start()``) and of the threads torch
+            runs its work on (the autograd engine's, ``at::launch``'s), as
+            torch.profiler does; cheaper, because a process-wide callback
+            makes torch do more work at every backward node. Native hook
+            only: the fallback always records the driving thread alone.
 
     Returns:
         A context manager: ``with enable(): ...`` disables again (or
@@ -185,11 +208,13 @@ def enable(
     for name, value in (("record_shapes", record_shapes), ("profile_memory", profile_memory)):
         if value is not None and not isinstance(value, bool):
             raise TypeError(f"profkit.integrations.torch.enable(): {name} must be a bool or None, not {value!r}")
+    if not isinstance(all_threads, bool):
+        raise TypeError(f"profkit.integrations.torch.enable(): all_threads must be a bool, not {all_threads!r}")
     chosen = _resolve_backend(backend)
     torch = _import_torch("enable")
     with _lock:
         previous = _current.options if _current is not None else None
-        options = _Options(record_shapes, profile_memory, backend)
+        options = _Options(record_shapes, profile_memory, backend, all_threads)
         if _current is not None and chosen in ("auto", _current.backend):
             _current.options = options  # same recorder: new options only
             _follow_window(_current, _active_profiler())
@@ -318,6 +343,12 @@ def _follow_window(integration: _Integration, profiler: Any, state: Optional[Pro
     memory = recording and _option(integration, profiler, "profile_memory")
     if integration.native is not None:
         integration.native.set_record_shapes(shapes)  # read when the callback is armed
+        integration.native.set_all_threads(integration.options.all_threads)
+    elif integration.options.all_threads:
+        integration.warn_once(
+            "profkit: all_threads needs the native PyTorch hook; the pure-Python fallback in use records the "
+            f"operators of the thread driving the Profiler only ({_native_failure or 'backend=python was asked for'})"
+        )
     if integration.memory is not None:
         integration.memory.follow(memory)
     elif memory:
