@@ -379,7 +379,16 @@ class ChromeTraceWriter {
       put_uint(d.context);
       put(",\"correlation id\":");
       put_uint(d.correlation_id);
-      if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0) put(",\"no timing\":true");
+      if ((d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0) {
+        put(",\"no timing\":true");
+        // Untimed work is left out of the base (first_time_ns), so it may lie
+        // before it (a hand-made or older Result places it at 0), where its
+        // ts clamps to 0: its own time goes along so load puts it back.
+        if (d.start_ns < base_ns_) {
+          put(",\"placed at ns\":");
+          put_uint(d.start_ns);
+        }
+      }
       if (d.type == PK_EVENT_KERNEL && d.detail < r_.kernel_details.size()) {
         write_kernel_args(r_.kernel_details[d.detail]);
       } else if (d.type != PK_EVENT_KERNEL && d.detail < r_.memory_op_details.size()) {

@@ -42,6 +42,11 @@ void export_chrome_trace(const Result& result, const std::string& path, const Ch
 // usage fields and the event counts. 3 added the overlap lanes (below),
 // which an older reader would load as threads of their own. Files without
 // it are layout 1.
+//
+// GPU work without timestamps carries "no timing": true; when its placed time
+// lies before base_ns (where ts would clamp to 0), also "placed at ns": that
+// time on the engine clock. An older reader ignores the argument and loads
+// such a record at base_ns, as before, so the layout version stays.
 constexpr uint64_t kChromeTraceJsonVersion = 3;
 
 // Lane ids, shared with tools that merge traces.

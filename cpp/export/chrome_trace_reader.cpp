@@ -254,6 +254,9 @@ class ChromeTraceLoader {
     const JsonTraceEvent::Arg* no_timing = e.find_arg("no timing");
     if (no_timing != nullptr && no_timing->value.kind == JsonScalar::Kind::kBool && no_timing->value.boolean) {
       d.flags |= PK_DEVICE_EVENT_NO_TIMING;
+      // Placed before the file's base, where ts cannot reach (chrome_trace.h):
+      // its own time, in engine ns, replaces the clamped ts in finish().
+      if (e.find_arg("placed at ns") != nullptr) placed_.push_back({devices_.size(), arg_number(e, "placed at ns")});
     }
     d.detail = PK_NO_DETAIL;
     if (type == PK_EVENT_KERNEL && e.find_arg("grid") != nullptr) {
@@ -319,6 +322,11 @@ class ChromeTraceLoader {
   std::vector<PendingArg> args_;
   std::vector<pk_memory_event> memory_;
   std::vector<pk_device_event> devices_;
+  struct PlacedDevice {
+    size_t index;       // into devices_
+    uint64_t start_ns;  // engine clock, not relative to the base
+  };
+  std::vector<PlacedDevice> placed_;  // in index order
   std::vector<ThreadLabel> labels_;
   std::optional<uint64_t> host_pid_;
   uint64_t event_index_ = 0;
@@ -456,9 +464,23 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
     builder_.add_memory_event(m);
   }
   builder_.reserve_device_events(devices_.size());
-  for (pk_device_event d : devices_) {
-    d.start_ns = absolute(d.start_ns);
-    d.end_ns = absolute(d.end_ns);
+  auto placed = placed_.cbegin();
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    pk_device_event d = devices_[i];
+    if (placed != placed_.cend() && placed->index == i) {
+      const uint64_t duration = d.end_ns - d.start_ns;
+      constexpr uint64_t kLatest = static_cast<uint64_t>(INT64_MAX);  // as absolute() allows
+      if (duration > kLatest || placed->start_ns > kLatest - duration) {
+        fail_file("its \"placed at ns\" (" + std::to_string(placed->start_ns) +
+                  ") puts GPU work outside the clock's range");
+      }
+      d.start_ns = placed->start_ns;
+      d.end_ns = placed->start_ns + duration;
+      ++placed;
+    } else {
+      d.start_ns = absolute(d.start_ns);
+      d.end_ns = absolute(d.end_ns);
+    }
     builder_.add_device_event(d);
   }
   for (const ThreadLabel& label : labels_) {

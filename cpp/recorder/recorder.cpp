@@ -332,6 +332,10 @@ std::unique_ptr<Result> Recorder::collect() {
 
   const bool keep_spares = recording || state() == PK_STATE_READY;
   ResultInfo& totals = builder.info();
+  // What is still open (events, the step) is reported with the window it
+  // began in, until that window's end has been collected; later collects of
+  // a closed engine would otherwise report the same open events again.
+  const bool window_uncollected = recording || span_end_ticks_ != 0;
   NameMap names(builder);
   ThreadRegistry::instance().drain_each([&](ThreadBuffer& tb) {
     bool has_thread = false;
@@ -356,7 +360,7 @@ std::unique_ptr<Result> Recorder::collect() {
     tb.reported_dropped = dropped;
     tb.reported_unmatched = unmatched;
     tb.reported_overflowed = overflowed;
-    if (!finished && tb.window() == last_window_) {
+    if (!finished && window_uncollected && tb.window() == last_window_) {
       totals.unfinished_events += std::min<uint32_t>(tb.open_depth(), ThreadBuffer::kMaxDepth);
     }
     return finished;
@@ -367,6 +371,13 @@ std::unique_ptr<Result> Recorder::collect() {
     add_step_event(builder, names, clock, thread, step.start_ticks, step.end_ticks, step.number, step.num_samples);
   }
   capped_steps_.clear();
+  // The step in progress is not in this result either (a step record is
+  // written when it ends), so it counts as unfinished like an open event:
+  // otherwise a window cut off mid-step shows no sign that its last step is
+  // missing. A step begun before the window is not one of its steps.
+  if (step_open_ && step_window_ != 0 && step_window_ == last_window_ && window_uncollected) {
+    ++totals.unfinished_events;
+  }
   if (!keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
   if (source_ != nullptr) source_->contribute(builder);
   for (const auto& kv : metadata_) builder.add_metadata(kv.first, kv.second);

@@ -155,14 +155,19 @@ SummaryTable ModelTable::table() const {
 
   bool any_phase = false;
   for (uint32_t type : kPhases) any_phase |= by_type[type].calls > 0;
-  if (!any_phase && !c.has_steps) {
+  const CallStats& steps = by_type[PK_EVENT_PROFILE_STEP];
+  // Steps recorded, every one of zero length (a coarse clock, or steps that
+  // end where they begin): total_time falls back to the span, but saying
+  // "no ProfileStep" (or leaving them out) would deny steps the user made.
+  const bool zero_length_steps = !c.has_steps && steps.calls > 0;
+  if (!any_phase && !c.has_steps && !zero_length_steps) {
     t.empty_reason = "no ProfileStep, Dataloader, Forward, Backward or Optimization events recorded";
     return t;
   }
 
   // The first row is the whole: ProfileStep's own figures, or the span.
-  const CallStats& steps = by_type[PK_EVENT_PROFILE_STEP];
-  if (c.has_steps) {
+  // Zero-length steps are listed with their calls and zero time instead.
+  if (c.has_steps || zero_length_steps) {
     SummaryRow& row = t.add_row("ProfileStep");
     fill_call_row(row, columns, steps, 0, total, total);
   } else {
@@ -192,6 +197,13 @@ SummaryTable ModelTable::table() const {
   }
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() +
                     "). Others = total time not covered by Dataloader, Forward, Backward or Optimization.");
+  if (zero_length_steps) {
+    const std::string which =
+        steps.calls == 1 ? "The one ProfileStep has" : "All " + std::to_string(steps.calls) + " ProfileSteps have";
+    t.notes.push_back(which +
+                      " zero length (each ends where it begins: a coarse clock?), so total time is the recorded "
+                      "span instead.");
+  }
   if (c.has_device_data) {
     t.notes.push_back(
         "GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make "

@@ -1,7 +1,8 @@
 // Model Summary: the training loop's phases. ProfileStep (or "Total Time"
-// when no step was recorded), then Dataloader, Forward, Backward and
-// Optimization with calls, CPU Total / Avg / Max / Min / Ratio(%) and the GPU
-// time of the work they launched; then "Others": the part of total_time that
+// when no step was recorded; steps that all have zero length are still
+// listed, with a note that total_time is then the span), then Dataloader,
+// Forward, Backward and Optimization with calls, CPU Total / Avg / Max / Min
+// / Ratio(%) and the GPU time of the work they launched; then "Others": the part of total_time that
 // none of the four covers (CPU), and the ProfileStep GPU time not launched by
 // them (GPU). Every ratio is to total_time.
 //

@@ -18,6 +18,7 @@
 #include "result_expectations.h"
 #include "sample_result.h"
 #include "storage/trace_file.h"
+#include "summary/json_writer.h"
 #include "summary/summary.h"
 #include "summary/summary_options.h"
 #include "test_support.h"
@@ -541,6 +542,79 @@ TEST(ChromeImport, ALayoutOneFileLoadsAndSaysWhatItLacks) {
   bool noted = false;
   for (const auto& [key, value] : loaded->metadata) noted |= key == "loaded_from_json_layout_1";
   EXPECT_TRUE(noted);
+}
+
+// GPU work CUPTI gave no timestamps for (PK_DEVICE_EVENT_NO_TIMING) is
+// placed, not measured: at its launch's end (what the GPU tracer does), or at
+// 0 in a hand-made or older Result, which is before the trace's base, where
+// ts clamps to 0. Every one comes back where it was, untimed, and the
+// summary of the loaded file is the original's.
+std::unique_ptr<Result> result_with_untimed_gpu_work() {
+  ResultBuilder b(window_info(31, 1000, 90000));
+  b.add_string("");
+  const uint32_t step = b.add_string("ProfileStep#1");
+  const uint32_t launch = b.add_string("cudaLaunchKernel");
+  const uint32_t kernel = b.add_string("gemm");
+  const uint32_t copy = b.add_string("Memcpy HtoD");
+  const uint32_t thread = b.thread(11);
+  b.add_event(thread, {1000, 80000, step, PK_EVENT_PROFILE_STEP, 0, 0});
+  b.add_runtime_call(thread, {4000, 5000, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 501);
+  b.add_runtime_call(thread, {6000, 6500, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 502);
+  b.add_runtime_call(thread, {7000, 7200, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 503);
+  b.add_device_event({10000, 20000, 0, kernel, 502, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  b.add_device_event({5000, 5000, 0, kernel, 501, 7, 1, 0, PK_EVENT_KERNEL, PK_DEVICE_EVENT_NO_TIMING, PK_NO_DETAIL});
+  const pk_memory_op_detail m{4096, 0, 1, 2, 3, 0};
+  b.add_device_event(
+      {0, 0, 0, copy, 503, 9, 1, 0, PK_EVENT_MEMCPY, PK_DEVICE_EVENT_NO_TIMING, b.add_memory_op_detail(m)});
+  b.add_device_event({0, 0, 0, kernel, 777, 7, 1, 0, PK_EVENT_KERNEL, PK_DEVICE_EVENT_NO_TIMING, PK_NO_DETAIL});
+  return b.finish();
+}
+
+TEST(ChromeImport, GpuWorkWithoutTimingComesBackWhereItWasUntimed) {
+  TempDir dir;
+  auto original = result_with_untimed_gpu_work();
+  ChromeOptions placed;
+  placed.use_time_base = true;
+  placed.time_base_wall_ns = original->info.clock_offset_ns + 250;
+  for (const ChromeOptions& options : {ChromeOptions{}, placed}) {
+    const std::string path = dir.file("untimed.trace.json");
+    auto loaded = export_and_read(*original, path, options);
+    expect_same_result(*original, *loaded);
+    size_t untimed = 0;
+    for (const pk_device_event& d : loaded->device_events) untimed += (d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0;
+    EXPECT_EQ(untimed, 3u);
+    // The record placed after the base needs nothing but its ts.
+    const std::string json = read_file(path);
+    size_t carried = 0;
+    for (size_t at = json.find("\"placed at ns\":0"); at != std::string::npos;
+         at = json.find("\"placed at ns\":0", at + 1)) {
+      ++carried;
+    }
+    EXPECT_EQ(carried, 2u) << json;
+    EXPECT_EQ(json.find("\"placed at ns\":5000"), std::string::npos) << json;
+
+    SummaryOptions all;
+    all.time_unit = TimeUnit::kNanoseconds;
+    for (const bool thread_sep : {false, true}) {
+      all.thread_sep = thread_sep;
+      EXPECT_EQ(render_summary_json(compute_summary(*original, all)),
+                render_summary_json(compute_summary(*loaded, all)))
+          << "thread_sep=" << thread_sep;
+    }
+  }
+}
+
+TEST(ChromeImport, AnUntimedRecordsPlacedTimeMustBeAWholeNumberInRange) {
+  TempDir dir;
+  const std::string path = dir.file("untimed.trace.json");
+  export_chrome_trace(*result_with_untimed_gpu_work(), path, {});
+  const std::string good = read_file(path);
+  const std::string text = dir.file("text.trace.json");
+  write_file(text, replaced(good, "\"placed at ns\":0", "\"placed at ns\":\"0\""));
+  expect_read_error(text, PK_ERR_CORRUPT, "\"placed at ns\" is missing or not a number");
+  const std::string late = dir.file("late.trace.json");
+  write_file(late, replaced(good, "\"placed at ns\":0", "\"placed at ns\":9223372036854775808"));
+  expect_read_error(late, PK_ERR_CORRUPT, "outside the clock's range");
 }
 
 }  // namespace

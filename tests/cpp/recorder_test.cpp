@@ -170,6 +170,70 @@ TEST_F(RecorderTest, EventsOpenWhenRecordingStopsAreReportedUnfinished) {
   EXPECT_EQ(info_of(r2.get()).unfinished_events, 0u);
 }
 
+TEST_F(RecorderTest, AStepOpenWhenTheWindowIsCollectedIsReportedUnfinished) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(3), PK_OK);
+  pk_begin_event(pk_intern("op in step 3"), PK_EVENT_OPERATOR);
+  pk_end_event();
+  ASSERT_EQ(pk_step(0), PK_OK);  // ends #3, begins #4, which the stop cuts off
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#3");
+  EXPECT_EQ(info_of(r.get()).step_count, 1u);
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 1u);  // ProfileStep#4
+
+  // Reported once: a later collect of the closed engine has no window.
+  ResultPtr again = collect();
+  EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
+  ASSERT_EQ(pk_step_end(0), PK_OK);  // ends #4 outside any window: not kept
+}
+
+TEST_F(RecorderTest, AStepOpenAtACollectWhileRecordingIsUnfinishedThenCollectedWhole) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(0), PK_OK);
+  ResultPtr first = collect();
+  EXPECT_TRUE(events_of(first.get()).empty());
+  EXPECT_EQ(info_of(first.get()).unfinished_events, 1u);
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr second = collect();
+  const auto ev = events_of(second.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(name_of(second.get(), ev[0]), "ProfileStep#0");
+  EXPECT_EQ(info_of(second.get()).unfinished_events, 0u);
+}
+
+TEST_F(RecorderTest, OnlyAStepBegunInTheCollectedWindowCountsAsUnfinished) {
+  // Begun before the window: it can never be whole, and it was never part
+  // of the window's steps, so it is not counted (nor kept).
+  ASSERT_EQ(pk_step_begin(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 0u);
+  // A step that ended inside the window leaves nothing unfinished.
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(1), PK_OK);
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr whole = collect();
+  EXPECT_EQ(events_of(whole.get()).size(), 1u);
+  EXPECT_EQ(info_of(whole.get()).unfinished_events, 0u);
+}
+
+TEST_F(RecorderTest, OpenEventsAreReportedUnfinishedOncePerWindow) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(pk_intern("cut off"), PK_EVENT_USER_DEFINED);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 1u);
+  ResultPtr again = collect();  // the closed engine's next collect has no window
+  EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
+}
+
 TEST_F(RecorderTest, CollectingWhileRecordingSplitsWithoutLossOrDuplicates) {
   const pk_name_id name = pk_intern("tick");
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);

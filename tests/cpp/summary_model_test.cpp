@@ -141,6 +141,42 @@ TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
   EXPECT_TRUE(std::isnan(value(t, "Others", "GPU Total")));
 }
 
+// A coarse clock (or steps that end where they begin) gives ProfileSteps of
+// zero length. They were recorded: the table lists them, with zero time,
+// and says why the ratios are to the recorded span instead.
+TEST(SummaryModel, StepsOfZeroLengthAreListedNotMissing) {
+  TraceBuilder b(0, 1000);
+  b.step(1, 0, 100, 100).step(1, 1, 600, 600);
+  b.event(1, "op", PK_EVENT_OPERATOR, 200, 300);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_TRUE(t.empty_reason.empty()) << t.empty_reason;
+  EXPECT_EQ(profkit_test::labels(t, 0), std::vector<std::string>{"ProfileStep"});
+  EXPECT_EQ(profkit_test::labels(t, 1), std::vector<std::string>{"Others"});
+  EXPECT_EQ(value(t, "ProfileStep", "Calls"), 2);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Total"), 0);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Max"), 0);
+  EXPECT_DOUBLE_EQ(value(t, "ProfileStep", "CPU Ratio(%)"), 0.0);
+  EXPECT_EQ(value(t, "Others", "CPU Total"), 1000);  // the span: no phase covers any of it
+  bool says_why = false;
+  for (const std::string& note : t.notes) says_why |= note.find("zero length") != std::string::npos;
+  EXPECT_TRUE(says_why);
+}
+
+TEST(SummaryModel, PhasesBesideStepsOfZeroLengthAreRatiosToTheSpan) {
+  TraceBuilder b(0, 1000);
+  b.step(1, 0, 100, 100);
+  b.event(1, "forward", PK_EVENT_FORWARD, 100, 400);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(profkit_test::labels(t, 0), std::vector<std::string>{"ProfileStep"});
+  EXPECT_EQ(profkit_test::labels(t, 1), (std::vector<std::string>{"Forward", "Others"}));
+  EXPECT_EQ(value(t, "ProfileStep", "Calls"), 1);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Total"), 0);
+  EXPECT_DOUBLE_EQ(value(t, "Forward", "CPU Ratio(%)"), 30.0);
+  EXPECT_EQ(value(t, "Others", "CPU Total"), 700);
+}
+
 TEST(SummaryModel, NothingToShowSaysWhy) {
   TraceBuilder b(0, 100);
   b.event(1, "op", PK_EVENT_OPERATOR, 0, 10);

@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 10
+#define PK_API_VERSION_MINOR 11
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -362,8 +362,10 @@ PK_API pk_status pk_get_counters(pk_counters* out) PK_NOEXCEPT;
 /* Takes everything recorded since the last collect (including all threads that
  * have exited) into a new result owned by the caller. Works while recording
  * and after pk_set_state(PK_STATE_CLOSED). Events still open are not included;
- * their number is reported as unfinished_events. Thread-safe; collects are
- * serialized. */
+ * their number is reported as unfinished_events, with the step in progress
+ * (pk_step_begin without its end, begun in this window) counted as one; a
+ * window's open events are reported by the collect that takes its end, not
+ * again by later collects. Thread-safe; collects are serialized. */
 PK_API pk_status pk_collect(pk_result** out) PK_NOEXCEPT;
 
 /* Writes the result as a profkit trace file (FlatBuffers, .pktrace). The file
