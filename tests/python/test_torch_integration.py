@@ -777,3 +777,13 @@ def test_enable_records_collectives_and_disable_undoes_only_its_own(pk_torch):
         assert torch_distributed.is_enabled()
     finally:
         torch_distributed.disable()
+
+    # asked for while the integration had it on (instrument_ddp calls enable()): it stays on too
+    pk_torch.enable()
+    try:
+        torch_distributed.enable()
+        pk_torch.disable()
+        assert torch_distributed.is_enabled()
+    finally:
+        torch_distributed.disable()
+    assert not torch_distributed.is_enabled()

@@ -232,9 +232,8 @@ def enable(
                 integration.memory = MemoryWindow(torch, integration.native, integration.warn_once)
                 integration.memory.install()
             integration.hooks.install()
-            if torch.distributed.is_available() and not torch_distributed.is_enabled():
-                torch_distributed.enable()  # collectives as Communication events
-                integration.distributed = True
+            if torch.distributed.is_available():  # collectives as Communication events
+                integration.distributed = torch_distributed._enable_for_integration()
         except BaseException:
             _teardown(integration)
             raise
@@ -311,7 +310,7 @@ def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
 def _teardown(integration: _Integration) -> None:
     _window_listeners.remove(_on_window)
     if integration.distributed:
-        torch_distributed.disable()
+        torch_distributed._disable_for_integration()  # unless the user (or instrument_ddp) asked for it since
         integration.distributed = False
     if integration.memory is not None:
         integration.memory.uninstall()

@@ -99,6 +99,10 @@ __all__ = [
 ]
 
 _lock = threading.Lock()
+# Whether the wrappers were asked for through enable() (by a user or
+# instrument_ddp), not only by profkit.integrations.torch, whose disable()
+# must then leave them on.
+_asked_for = False
 _originals: Dict[str, Callable[..., Any]] = {}  # name -> the function enable() replaced
 _wrappers: Dict[str, Callable[..., Any]] = {}  # name -> its wrapper
 _p2pop_saved: Optional[Tuple[type, Dict[str, Any]]] = None  # P2POp and its own __init__/__new__
@@ -207,6 +211,7 @@ def enable() -> List[str]:
 
     Replaces the functions in COLLECTIVES on the ``torch.distributed`` module
     with thin wrappers (nearly free outside recording windows). Idempotent.
+    Stays on until disable(), whatever ``profkit.integrations.torch`` does.
 
     Returns:
         the names of the functions wrapped.
@@ -215,19 +220,49 @@ def enable() -> List[str]:
         ImportError: PyTorch is not installed.
         RuntimeError: this PyTorch has no torch.distributed.
     """
+    global _asked_for
     dist = _torch_distributed()
     with _lock:
-        for name, spec in COLLECTIVES.items():
-            current = getattr(dist, name, None)
-            if current is None or name in _originals:
-                continue
-            wrapper = _make_wrapper(name, current, spec)
-            _originals[name] = current
-            _wrappers[name] = wrapper
-            setattr(dist, name, wrapper)
-        _patch_p2pop(dist)
-        _window_listeners.add_collect_hook(finish_in_flight)
-        return sorted(_originals)
+        _asked_for = True
+        return _wrap(dist)
+
+
+def _enable_for_integration() -> bool:
+    """enable() on behalf of ``profkit.integrations.torch.enable()``; True when it was off.
+
+    Unlike enable(), it marks the wrappers as the integration's own, which
+    _disable_for_integration() takes down unless someone asked for them
+    (enable(), instrument_ddp()) in the meantime.
+    """
+    dist = _torch_distributed()
+    with _lock:
+        if _originals:
+            return False
+        _wrap(dist)
+        return True
+
+
+def _disable_for_integration() -> None:
+    """disable(), unless enable() or instrument_ddp() has asked for the wrappers since they went on."""
+    with _lock:
+        if _asked_for:
+            return
+    disable()
+
+
+def _wrap(dist: Any) -> List[str]:
+    """Under _lock: puts the wrappers on ``dist`` (those not on already)."""
+    for name, spec in COLLECTIVES.items():
+        current = getattr(dist, name, None)
+        if current is None or name in _originals:
+            continue
+        wrapper = _make_wrapper(name, current, spec)
+        _originals[name] = current
+        _wrappers[name] = wrapper
+        setattr(dist, name, wrapper)
+    _patch_p2pop(dist)
+    _window_listeners.add_collect_hook(finish_in_flight)
+    return sorted(_originals)
 
 
 def disable() -> None:
@@ -239,7 +274,9 @@ def disable() -> None:
         import torch.distributed as dist  # noqa: PLC0415
     except ImportError:
         return
+    global _asked_for
     with _lock:
+        _asked_for = False
         for name, original in list(_originals.items()):
             if getattr(dist, name, None) is _wrappers.get(name):
                 setattr(dist, name, original)
