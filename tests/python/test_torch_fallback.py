@@ -1,6 +1,8 @@
 """The pure-Python operator recorder (backend="python"): the same event types as the native hook."""
 
 import collections
+import re
+import threading
 
 import pytest
 
@@ -8,7 +10,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 
 import profkit  # noqa: E402
 from profkit import TracerEventType  # noqa: E402
-from profkit.integrations._torch_fallback import format_shapes  # noqa: E402
+from profkit.integrations._torch_fallback import format_shapes, schema_inputs  # noqa: E402
 
 from torch_helpers import enclosing_types, make_loader, names_of_type, train  # noqa: E402
 
@@ -60,7 +62,49 @@ def test_fallback_records_shapes(pk_torch):
     result = train(make_loader(n=4, batch_size=4)).profiler_result
     events = result.events
     shapes = {events["name"][a["event"]]: a["value"] for a in result.event_args if a["key"] == "input_shapes"}
-    assert shapes["aten::addmm"] == "[[3], [4, 32], [32, 3]]"  # the arguments passed (beta, alpha defaulted)
+    assert shapes["aten::addmm"] == "[[3], [4, 32], [32, 3], [], []]"  # as the native hook: beta, alpha defaulted
+
+
+def operator_shapes(result):
+    """(name, input_shapes) of each Operator event with shapes, in the order they began."""
+    events = result.events
+    shapes = {int(a["event"]): a["value"] for a in result.event_args if a["key"] == "input_shapes"}
+    return [(events["name"][i], shapes[i]) for i in sorted(shapes, key=lambda i: events["start_ns"][i])]
+
+
+def run_ops(x, v):
+    torch.add(x, v)  # alpha (keyword-only) left at its default
+    torch.add(x, v, alpha=2)
+    x.sum(1, dtype=torch.float64)  # keepdim (positional) defaulted, dtype (keyword) given
+    torch.zeros(3, out=v)  # out: a keyword-only tensor
+
+
+def test_fallback_shapes_list_every_schema_input_as_torch_profiler_does(pk_torch):
+    from torch.profiler import profile
+
+    x, v = torch.ones(2, 3), torch.ones(3)
+    with profile(record_shapes=True) as reference:
+        run_ops(x, v)
+    expected = [(e.name, str(e.input_shapes)) for e in reference.events() if e.cpu_parent is None]
+    assert expected == [
+        ("aten::add", "[[2, 3], [3], []]"),
+        ("aten::add", "[[2, 3], [3], []]"),
+        ("aten::sum", "[[2, 3], [], [], []]"),
+        ("aten::zeros", "[[], [3]]"),
+    ]
+    pk_torch.enable(backend="python")
+    with profkit.Profiler(on_trace_ready=lambda p: None, record_shapes=True) as prof:
+        run_ops(x, v)
+    assert operator_shapes(prof.profiler_result) == expected
+
+
+def test_schema_inputs_put_defaulted_arguments_in_their_places():
+    add = tuple((a.name, a.kwarg_only) for a in torch.ops.aten.add.Tensor._schema.arguments)
+    assert add == (("self", False), ("other", False), ("alpha", True))
+    assert schema_inputs(add, ("x", "y"), {}) == ["x", "y", None]
+    assert schema_inputs(add, ("x", "y"), {"alpha": 2}) == ["x", "y", 2]
+    addmm = tuple((a.name, a.kwarg_only) for a in torch.ops.aten.addmm.default._schema.arguments)
+    assert schema_inputs(addmm, ("b", "m1", "m2"), {"alpha": 3}) == ["b", "m1", "m2", None, 3]
 
 
 def test_shapes_layout_matches_torch_profilers():
@@ -99,3 +143,98 @@ def test_fallback_takes_optimizer_steps_from_hooks(pk_torch):
     pk_torch.disable()
     assert len(optimizer_module._global_optimizer_pre_hooks) == before
 
+
+
+class UserMode(torch.utils._python_dispatch.TorchDispatchMode):
+    """A user's own dispatch mode: it notes the operators it sees."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
+def operators(prof):
+    return names_of_type(prof.profiler_result.events, OPERATOR)
+
+
+def test_a_user_mode_entered_inside_a_window_and_exited_after_it_is_left_alone(pk_torch):
+    pk_torch.enable(backend="python")
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    prof.start()
+    ours = dispatch_modes()[0]
+    user = UserMode()
+    user.__enter__()
+    torch.ones(2).mul(2)
+    prof.stop()  # the window closes inside the user's mode
+    assert dispatch_modes() == [user]  # ours taken out from under it
+    torch.ones(2).div(2)
+    user.__exit__(None, None, None)
+    assert dispatch_modes() == []
+    assert "aten::mul" in user.seen and "aten::div" in user.seen  # the user's mode saw everything
+    assert "aten::mul" in operators(prof) and ours not in dispatch_modes()
+
+
+def test_a_user_mode_entered_before_a_window_and_exited_inside_it_is_left_alone(pk_torch):
+    pk_torch.enable(backend="python")
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    with UserMode() as user:
+        prof.start()
+        assert dispatch_modes()[-1] is user  # ours went under it
+        torch.ones(2).mul(2)
+    # the user's block popped its own mode, not ours
+    assert len(dispatch_modes()) == 1 and dispatch_modes()[0] is not user
+    torch.ones(2).div(2)
+    prof.stop()
+    assert dispatch_modes() == []
+    assert {"aten::mul", "aten::div"} <= set(operators(prof))  # recorded on both sides of the user's exit
+    assert "aten::div" not in user.seen
+
+
+def test_user_modes_within_a_window_nest_as_usual(pk_torch):
+    pk_torch.enable(backend="python")
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        with UserMode() as outer, UserMode() as inner:
+            assert dispatch_modes()[1:] == [outer, inner]
+            torch.ones(2).mul(2)
+        assert len(dispatch_modes()) == 1
+    assert dispatch_modes() == [] and "aten::mul" in inner.seen and "aten::mul" in operators(prof)
+
+
+def test_a_window_closed_on_another_thread_leaves_the_mode_inert_until_its_thread_comes_back(pk_torch):
+    pk_torch.enable(backend="python")
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    prof.start()
+    ours = dispatch_modes()[0]
+    caught = []
+    expected = re.escape(f"closed on thread 'closer'; torch lets only {threading.current_thread().name!r} change")
+
+    def stop_elsewhere():
+        with pytest.warns(profkit.ProfilerWarning, match=expected):
+            prof.stop()
+        caught.append(dispatch_modes())
+
+    closer = threading.Thread(target=stop_elsewhere, name="closer")
+    closer.start()
+    closer.join()
+    assert caught == [[]]  # the closing thread's stack was not touched
+    assert dispatch_modes() == [ours] and not ours.live  # still on this thread's stack, recording nothing
+    with profkit.Profiler(on_trace_ready=lambda p: None) as again:
+        assert dispatch_modes() == [ours] and ours.live  # the same mode, recording again
+        torch.ones(2).mul(2)
+    assert dispatch_modes() == [] and "aten::mul" in operators(again)
+
+
+def test_torchs_infra_modes_keep_their_slots_below_ours(pk_torch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    pk_torch.enable(backend="python")
+    with FakeTensorMode() as fake, UserMode() as user:
+        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+            assert dispatch_modes()[0] is fake and dispatch_modes()[-1] is user
+            torch.ones(2).mul(2)
+        assert dispatch_modes() == [fake, user]
+    assert dispatch_modes() == [] and "aten::mul" in operators(prof)

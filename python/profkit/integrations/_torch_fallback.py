@@ -20,16 +20,26 @@ What differs from the native hook (``_torch_hook.cpp``):
 - it records no memory events: ``profile_memory`` needs the native hook's
   allocation reporter (the integration warns once when a window asks for it).
 
-Thread-safety: window() is called by the Profiler's thread with the GIL held.
+The mode sits at the bottom of the thread's user modes, not on top, so that
+users' own ``with SomeMode():`` blocks, which pop whatever is on top, never
+pop it and it never pops theirs, however windows and their blocks interleave
+(see _ModeStack).
+
+Thread-safety: window() is called with the GIL held, normally by the thread
+that drives the Profiler. Torch's mode stack is per thread: a window closed
+on another thread than the one it opened on leaves the mode on the opening
+thread's stack, inert, until a window opens or closes there again.
 """
 
+import threading
 from types import ModuleType
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _C
 from .._enums import TracerEventType
+from .._warnings import warn_at_caller
 
-__all__ = ["OperatorRecorder", "format_shapes"]
+__all__ = ["OperatorRecorder", "format_shapes", "schema_inputs"]
 
 _OPERATOR = int(TracerEventType.Operator)
 
@@ -47,25 +57,101 @@ def format_shapes(values: Iterable[Any], tensor_type: type) -> str:
     return "[" + ", ".join(_sizes(v, tensor_type) for v in values) + "]"
 
 
+def schema_inputs(arguments: Sequence[Tuple[str, bool]], args: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Any]:
+    """Every input of the operator's schema in order, None for one left at its default.
+
+    ``arguments`` is the schema's (name, kwarg_only) pairs. __torch_dispatch__
+    is passed only the arguments that differ from their defaults, while
+    RecordFunction's inputs (torch.profiler's and the native hook's Input
+    Dims) hold all of them: ``aten::add.Tensor`` is ``[[3], [3], []]`` with
+    alpha defaulted. Defaults are never tensors, so None shows as ``[]`` as
+    they do.
+    """
+    values = []
+    for index, (name, kwarg_only) in enumerate(arguments):
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif not kwarg_only and index < len(args):
+            values.append(args[index])
+        else:
+            values.append(None)
+    return values
+
+
 def _name_id(name: str) -> int:
     """The operator's event name ("aten::add", as RecordFunction names it); 0
     for the profiler's own operators, which torch never reports to RecordFunction."""
     return 0 if name.startswith("profiler::") else _C.intern(name)
 
 
+class _ModeStack:
+    """The calling thread's stack of TorchDispatchModes, edited below its top.
+
+    ``with mode:`` pushes on top, and its exit pops whatever is on top: a mode
+    of ours pushed when a window opens and popped when it closes would pop a
+    user's mode entered in between, and a user's block that began before the
+    window and ends inside it would pop ours and leave its own mode behind.
+    So ours goes to the bottom of the user modes, where blocks that pop only
+    as many modes as they pushed never reach it, and is taken out from under
+    them when the window closes. Torch's infra modes (those with a
+    ``_mode_key``: FakeTensorMode, FunctionalTensorMode...) live in slots of
+    their own below every user mode and are left alone.
+
+    The pushes and pops are torch's raw ones, not ``__enter__``/``__exit__``:
+    those also save and restore module flags in LIFO order, which a mode
+    taken from the middle would leave wrong for the modes above it. Ours, an
+    infra observer, needs none of those flags set.
+    """
+
+    def __init__(self) -> None:
+        from torch.utils import _python_dispatch as dispatch
+
+        self._modes = dispatch._get_current_dispatch_mode_stack
+        self._push = dispatch._push_mode
+        self._pop = dispatch._pop_mode
+
+    def holds(self, mode: Any) -> bool:
+        return any(m is mode for m in self._modes())
+
+    def insert_at_bottom(self, mode: Any) -> None:
+        self._edit(lambda modes: [mode] + modes)
+
+    def remove(self, mode: Any) -> None:
+        self._edit(lambda modes: [m for m in modes if m is not mode])
+
+    def _edit(self, change: Callable[[List[Any]], List[Any]]) -> None:
+        """Pops the user modes, then pushes back what ``change`` makes of them (bottom first)."""
+        user_modes: List[Any] = []
+        try:
+            above = self._modes()
+            while above and getattr(above[-1], "_mode_key", None) is None:
+                user_modes.insert(0, self._pop())
+                above.pop()
+            user_modes = change(user_modes)
+        finally:
+            for mode in user_modes:
+                self._push(mode)
+
+
 class OperatorRecorder:
     """Records aten operators through a TorchDispatchMode while a window is open."""
 
     def __init__(self, torch: ModuleType) -> None:
-        from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+        from torch.utils._python_dispatch import TorchDispatchMode
 
         tensor_type = torch.Tensor
         names: Dict[Any, int] = {}
+        schemas: Dict[Any, Tuple[Tuple[str, bool], ...]] = {}
         shapes_key = _C.intern("input_shapes")
         begin, end, arg = _C.begin_event, _C.end_event, _C.event_arg_str
         recorder = self
 
         class ProfkitOperatorMode(TorchDispatchMode):
+            #: False once its window closed: left on its thread's stack by a
+            #: window that closed on another thread, it passes operators through.
+            live = True
+            thread_name = ""
+
             @classmethod
             def is_infra_mode(cls) -> bool:
                 # An observer, like torch's own infrastructure modes: Dynamo
@@ -78,40 +164,63 @@ class OperatorRecorder:
                 name_id = names.get(func)
                 if name_id is None:
                     name_id = names[func] = _name_id(func._schema.name)
-                if not name_id:
+                if not name_id or not self.live:
                     return func(*args, **kwargs)
                 begin(name_id, _OPERATOR)
                 try:
                     if recorder.record_shapes:
-                        arg(shapes_key, format_shapes(list(args) + list(kwargs.values()), tensor_type))
+                        schema = schemas.get(func)
+                        if schema is None:
+                            schema = schemas[func] = tuple((a.name, a.kwarg_only) for a in func._schema.arguments)
+                        arg(shapes_key, format_shapes(schema_inputs(schema, args, kwargs), tensor_type))
                     return func(*args, **kwargs)
                 finally:
                     end()
 
         self._mode_class = ProfkitOperatorMode
-        self._current_mode = _get_current_dispatch_mode
-        self._pushed: List[Any] = []
+        self._stack = _ModeStack()
+        self._modes: Dict[int, Any] = {}  # thread ident -> our mode on that thread's stack
+        self._live: Any = None  # the mode recording now, inside a window
         self.record_shapes = False
 
     @property
     def active(self) -> bool:
-        """Whether the mode is pushed now (only inside windows)."""
-        return bool(self._pushed)
+        """Whether a mode records now (only inside windows)."""
+        return self._live is not None
 
     def window(self, recording: bool, record_shapes: Optional[bool] = None) -> None:
-        """Pushes the mode when a window opens and pops it when it closes."""
+        """Puts the mode on this thread's stack when a window opens and takes
+        it off when it closes."""
         if record_shapes is not None:
             self.record_shapes = record_shapes
-        if recording and not self._pushed:
+        if recording:
+            if self._live is None:
+                self._live = self._mode_of_this_thread()
+                self._live.live = True
+            return
+        live, self._live = self._live, None
+        if live is not None:
+            live.live = False
+        mine = self._modes.pop(threading.get_ident(), None)
+        if mine is not None:
+            self._stack.remove(mine)
+        if live is not None and live is not mine:
+            warn_at_caller(
+                f"profkit: a recording window opened on thread {live.thread_name!r} closed on thread "
+                f"{threading.current_thread().name!r}; torch lets only {live.thread_name!r} change its "
+                "dispatch mode stack, so the Python operator recorder's mode stays there, recording nothing, "
+                "until a window opens or closes on that thread again. Close windows on the thread that "
+                "opened them."
+            )
+
+    def _mode_of_this_thread(self) -> Any:
+        """Ours on this thread's stack: the one left there inert by a window
+        closed elsewhere, or a new one at the bottom of the user modes."""
+        thread = threading.get_ident()
+        mode = self._modes.get(thread)
+        if mode is None or not self._stack.holds(mode):
             mode = self._mode_class()
-            mode.__enter__()
-            self._pushed.append(mode)
-        elif not recording and self._pushed:
-            mode = self._pushed[-1]
-            if self._current_mode() is not mode:
-                # Another mode was entered inside the window and is still on
-                # top; popping would remove it instead of ours. Ours stays and
-                # records only while the engine records.
-                return
-            self._pushed.pop()
-            mode.__exit__(None, None, None)
+            mode.thread_name = threading.current_thread().name
+            self._stack.insert_at_bottom(mode)
+            self._modes[thread] = mode
+        return mode
