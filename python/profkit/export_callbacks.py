@@ -6,8 +6,11 @@ chrome://tracing and ui.perfetto.dev); ``export_protobuf(dir)`` (Paddle's
 name) writes the same stem with ``.pktrace``, profkit's binary trace that
 ``load_profiler_result`` reads. The time in the name is when the window
 began (local time), so both files of one window share their stem, however
-long the first export took. The engine writes a temporary file and renames
-it into place, so a crash never leaves half a file under the final name.
+long the first export took. A window whose name is taken already (another
+window of the same worker began in the same microsecond) gets ``_1``,
+``_2``... before the suffix. The name is claimed with an empty file first;
+the engine writes a temporary file and renames it over that, so a crash
+never leaves half a file under the final name (at most an empty one).
 """
 
 import datetime
@@ -68,15 +71,37 @@ def _make_dir(dir_name: str) -> None:
         ) from e
 
 
-def _unused_path(dir_name: str, file_name: str, suffix: str) -> str:
-    """A path in dir_name that holds no file yet (two windows in one microsecond get _1, _2...)."""
-    path = os.path.join(dir_name, file_name)
+def _reserve_path(dir_name: str, file_name: str, suffix: str) -> str:
+    """Creates an empty file under a name no one else holds and returns its path.
+
+    Two windows of one worker that began in the same microsecond (two
+    Profilers, in threads or processes writing to one directory) get
+    ``_1``, ``_2``... before the suffix. Checking that a name is free is not
+    enough: the engine's rename into place replaces whatever file is there,
+    so two exporters that both found a name free would both write it, and
+    one trace would be lost. O_EXCL creation claims the name atomically; the
+    engine's rename then replaces our empty placeholder.
+    """
     stem = file_name[: -len(suffix)]
     k = 0
-    while os.path.exists(path):
-        k += 1
-        path = os.path.join(dir_name, f"{stem}_{k}{suffix}")
-    return path
+    while True:
+        path = os.path.join(dir_name, file_name if k == 0 else f"{stem}_{k}{suffix}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return path
+        except FileExistsError:
+            k += 1
+        except OSError as e:
+            raise OSError(e.errno, f"profkit: cannot create the trace file {path!r} ({e.strerror})") from e
+
+
+def _remove_placeholder(path: str) -> None:
+    """Removes the empty file _reserve_path made for an export that failed."""
+    try:
+        if os.path.getsize(path) == 0:
+            os.remove(path)
+    except OSError:
+        pass  # gone already, or not ours to remove: the export's own error is what matters
 
 
 class TraceExporter:
@@ -110,8 +135,12 @@ class TraceExporter:
             worker = default_worker_name(result.info["rank"] if result is not None else None)
         _make_dir(self.dir_name)  # again: it may have been removed since
         file_name = trace_file_name(worker, self.suffix, _window_start_time(result))
-        path = _unused_path(self.dir_name, file_name, self.suffix)
-        prof.export(path, format=self.format)
+        path = _reserve_path(self.dir_name, file_name, self.suffix)
+        try:
+            prof.export(path, format=self.format)
+        except BaseException:
+            _remove_placeholder(path)
+            raise
         self.paths.append(path)
 
     def __repr__(self) -> str:

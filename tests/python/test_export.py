@@ -3,6 +3,7 @@
 import datetime
 import json
 import os
+import pathlib
 import re
 import socket
 import time
@@ -11,7 +12,8 @@ import pytest
 
 import profkit
 from profkit import Profiler, _C, export_chrome_tracing, export_protobuf, load_profiler_result, make_scheduler
-from profkit.export_callbacks import _unused_path, default_worker_name, trace_file_name
+from profkit import export_callbacks
+from profkit.export_callbacks import _reserve_path, default_worker_name, trace_file_name
 
 STAMP = r"_time_\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}_\d{6}"
 
@@ -113,7 +115,72 @@ def test_unusable_directory_is_a_clear_error(tmp_path):
 def test_same_microsecond_gets_a_distinct_name(tmp_path):
     (tmp_path / "w_time_1.trace.json").write_text("{}")
     (tmp_path / "w_time_1_1.trace.json").write_text("{}")
-    assert _unused_path(str(tmp_path), "w_time_1.trace.json", ".trace.json") == str(tmp_path / "w_time_1_2.trace.json")
+    path = _reserve_path(str(tmp_path), "w_time_1.trace.json", ".trace.json")
+    assert path == str(tmp_path / "w_time_1_2.trace.json")
+    assert os.path.getsize(path) == 0  # claimed: the next one gets _3
+    assert _reserve_path(str(tmp_path), "w_time_1.trace.json", ".trace.json") == str(tmp_path / "w_time_1_3.trace.json")
+    assert (tmp_path / "w_time_1.trace.json").read_text() == "{}"  # the files there are left alone
+
+
+def test_two_profilers_exporting_windows_of_one_microsecond_write_two_files(tmp_path, monkeypatch):
+    when = datetime.datetime(2024, 3, 5, 7, 8, 9, 123456)
+    monkeypatch.setattr(export_callbacks, "_window_start_time", lambda result: when)
+    first, second = export_chrome_tracing(str(tmp_path), "w"), export_chrome_tracing(str(tmp_path), "w")
+    for exporter in (first, second):
+        with Profiler(on_trace_ready=exporter) as p:
+            with profkit.RecordEvent("work"):
+                pass
+            p.step()
+    assert sorted(os.listdir(tmp_path)) == [
+        "w_time_2024_03_05_07_08_09_123456.trace.json",
+        "w_time_2024_03_05_07_08_09_123456_1.trace.json",
+    ]
+    assert first.paths != second.paths
+
+
+class Window:
+    """A Profiler as an exporter sees it: a window that began at a fixed time, exported by `write(path)`."""
+
+    def __init__(self, write):
+        info = {"rank": -1, "start_ns": 1_709_622_489_123_456_000, "clock_offset_ns": 0}
+        self.profiler_result = type("Result", (), {"info": info})()
+        self.write = write
+
+    def export(self, path, format):
+        self.write(path)
+
+
+def write_as_the_engine_does(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)  # a rename replaces whatever is there
+
+
+def test_an_export_of_the_same_microsecond_while_another_writes_gets_its_own_name(tmp_path):
+    first, second = export_protobuf(str(tmp_path), "w"), export_protobuf(str(tmp_path), "w")
+
+    def write_first(path):
+        second(Window(lambda p: write_as_the_engine_does(p, "second")))  # another thread's Profiler, meanwhile
+        write_as_the_engine_does(path, "first")
+
+    first(Window(write_first))
+    assert first.paths[0] != second.paths[0]
+    assert [pathlib.Path(p).read_text() for p in first.paths + second.paths] == ["first", "second"]
+    assert second.paths[0] == first.paths[0][: -len(".pktrace")] + "_1.pktrace"
+
+
+def test_a_failed_export_leaves_no_file_and_frees_its_name(tmp_path):
+    exporter = export_protobuf(str(tmp_path), "w")
+
+    def fail(path):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        exporter(Window(fail))
+    assert os.listdir(tmp_path) == [] and exporter.paths == []
+    exporter(Window(lambda p: write_as_the_engine_does(p, "ok")))
+    assert [os.path.basename(p) for p in exporter.paths] == [os.listdir(tmp_path)[0]]
+    assert not exporter.paths[0].endswith("_1.pktrace")
 
 
 def test_on_trace_ready_is_called_once_per_window():
