@@ -16,7 +16,8 @@ hold a different number of steps):
 - Other: step time in neither (data loading, Python, unmarked waits);
 - Comm MB: bytes moved by the rank's collectives (their ``bytes`` argument).
 
-The slowest rank is the one with the longest step time. In a synchronous job
+The slowest rank is the one with the longest step time (none when every rank
+takes the same time; the first in rank order among ties). In a synchronous job
 every rank waits for the slowest at each collective, so step times end up
 close; the straggler shows as the rank with the most computation and the
 least communication (the others wait for it inside their collectives), and
@@ -71,7 +72,10 @@ class RankFigures:
 
 @dataclass(frozen=True)
 class CrossRankSummary:
-    """Every rank's figures, the slowest rank, and a text table (``str()``)."""
+    """Every rank's figures, the slowest rank, and a text table (``str()``).
+
+    ``slowest`` and ``fastest`` are distinct ranks, or both None when every
+    rank's step time is the same (or there are no ranks)."""
 
     ranks: List[RankFigures]
     slowest: Optional[RankFigures]
@@ -139,14 +143,22 @@ class CrossRankSummary:
     def _findings(self, scale: float, unit: str) -> List[str]:
         if not self.ranks:
             return ["No ranks."]
-        if len(self.ranks) == 1 or self.slowest is None or self.fastest is None:
+        if len(self.ranks) == 1:
             return []
         slow, fast = self.slowest, self.fastest
-        spread = (slow.step_ns - fast.step_ns) / fast.step_ns * 100 if fast.step_ns > 0 else 0.0
-        lines = [
-            f"Slowest rank (*): {slow.name} at {slow.step_ns / scale:.2f} {unit} per step, "
-            f"{spread:.1f}% over the fastest ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
-        ]
+        lines: List[str] = []
+        if slow is None or fast is None or slow is fast:
+            step = self.ranks[0].step_ns
+            if all(r.step_ns == step for r in self.ranks):
+                # No rank is slower than another, though one may still compute
+                # clearly more while the others wait for it (below).
+                lines.append(f"Every rank takes the same time per step ({step / scale:.2f} {unit}): no slowest rank.")
+        else:
+            spread = (slow.step_ns - fast.step_ns) / fast.step_ns * 100 if fast.step_ns > 0 else 0.0
+            lines = [
+                f"Slowest rank (*): {slow.name} at {slow.step_ns / scale:.2f} {unit} per step, "
+                f"{spread:.1f}% over the fastest ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
+            ]
         busy = self.most_computation
         if busy is None or busy.computation_ns is None:
             return lines
@@ -284,11 +296,23 @@ def cross_rank_summary(
         figures.append(rank_figures(result, name, path))
     _warn_duplicate_ranks(figures)
     figures.sort(key=lambda r: (r.rank < 0, r.rank if r.rank >= 0 else 0))
-    slowest = max(figures, key=lambda r: r.step_ns) if figures else None
-    fastest = min(figures, key=lambda r: r.step_ns) if figures else None
+    slowest, fastest = _slowest_and_fastest(figures)
     computing = [r for r in figures if r.computation_ns is not None]
     most = max(computing, key=lambda r: r.computation_ns or 0.0) if len(computing) > 1 else None
     return CrossRankSummary(ranks=figures, slowest=slowest, fastest=fastest, most_computation=most)
+
+
+def _slowest_and_fastest(figures: Sequence[RankFigures]) -> Tuple[Optional[RankFigures], Optional[RankFigures]]:
+    """The ranks with the longest and the shortest step time (the first in
+    rank order among ties), or None for both when every rank takes the same
+    time: one rank would otherwise be named both slowest and fastest."""
+    if not figures:
+        return None, None
+    slowest = max(figures, key=lambda r: r.step_ns)
+    fastest = min(figures, key=lambda r: r.step_ns)
+    if slowest.step_ns == fastest.step_ns and len(figures) > 1:
+        return None, None
+    return slowest, fastest
 
 
 def _warn_duplicate_ranks(figures: Sequence[RankFigures]) -> None:

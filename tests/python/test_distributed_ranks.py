@@ -217,10 +217,10 @@ def test_two_traces_of_one_rank_are_a_warning():
     assert [r.name for r in summary.ranks] == ["a", "b", "rank1"]
 
 
-def figures(name, rank, computation_ms, communication_ms):
+def figures(name, rank, computation_ms, communication_ms, step_ms=10):
     ms = 1e6
     return RankFigures(
-        name=name, rank=rank, world_size=2, steps=1, step_ns=10 * ms, computation_ns=computation_ms * ms,
+        name=name, rank=rank, world_size=2, steps=1, step_ns=step_ms * ms, computation_ns=computation_ms * ms,
         communication_ns=communication_ms * ms, overlap_ns=0.0, other_ns=0.0, comm_bytes=0.0, collectives=1.0,
         computation_note="", source="",
     )
@@ -241,3 +241,42 @@ def test_a_straggler_is_named_only_when_it_stands_out():
     assert findings(figures("a", 0, 5, 2), figures("b", 1, 5, 2)) == []  # a tie: nobody
     assert findings(figures("a", 0, 0, 2), figures("b", 1, 0, 1)) == []  # no computation: nobody
     assert findings(figures("a", 0, 5.0, 2), figures("b", 1, 5.1, 1)) == []  # within noise of each other
+
+
+def summary_of(monkeypatch, *ranks):
+    """cross_rank_summary over figures given directly (as if read from each rank's trace)."""
+    from profkit import cross_rank
+
+    monkeypatch.setattr(cross_rank, "_as_result", lambda figures: (figures, ""))
+    monkeypatch.setattr(cross_rank, "rank_figures", lambda figures, name, source: figures)
+    return cross_rank_summary(list(ranks), names=[r.name for r in ranks])
+
+
+def test_ranks_that_all_take_the_same_time_have_no_slowest_rank(monkeypatch):
+    summary = summary_of(monkeypatch, figures("a", 0, 5, 2), figures("b", 1, 5, 2), figures("c", 2, 5, 2))
+    assert summary.slowest is None and summary.fastest is None
+    assert summary.to_dict()["slowest"] is None and summary.to_dict()["fastest"] is None
+    text = summary.text()
+    assert "Every rank takes the same time per step (10.00 ms): no slowest rank." in text
+    assert "Slowest rank" not in text and "straggler" not in text and "Most computation" not in text
+    assert " *" not in text  # no row marked slowest
+
+
+def test_tied_ranks_never_make_one_rank_both_slowest_and_fastest(monkeypatch):
+    summary = summary_of(
+        monkeypatch, figures("a", 0, 5, 2, step_ms=12), figures("b", 1, 5, 2, step_ms=12), figures("c", 2, 5, 2)
+    )
+    assert summary.slowest.name == "a" and summary.fastest.name == "c"  # the first of the tied slowest
+    assert "Slowest rank (*): a at 12.00 ms per step, 20.0% over the fastest (c, 10.00 ms)." in summary.text()
+    one = summary_of(monkeypatch, figures("a", 0, 5, 2, step_ms=12))
+    assert one.slowest is one.fastest and one.slowest.name == "a"  # a single rank is both; nothing is claimed
+    assert "Slowest rank" not in one.text()
+
+
+def test_equal_step_times_still_name_a_rank_that_computes_clearly_more(monkeypatch):
+    # In a synchronous job step times end up equal: the straggler shows in its figures (module docstring).
+    summary = summary_of(monkeypatch, figures("a", 0, 5, 2), figures("b", 1, 9, 1))
+    assert summary.slowest is None
+    lines = summary.text().splitlines()
+    assert "Every rank takes the same time per step (10.00 ms): no slowest rank." in lines
+    assert any(line.startswith("Likely straggler: b computes the most") for line in lines)
