@@ -32,7 +32,8 @@ IN_FLIGHT_THREAD_NAME = "profkit: collectives in flight"
 
 #: How long the end of a recording window waits for collectives in flight
 #: (they normally completed already: the step waited for them). Longer waits
-#: give up, and those in-flight events are left out of the window.
+#: give up, and those in-flight events are left out of the window. A work
+#: that outlasted one such wait (a peer that died) is not waited for again.
 WINDOW_END_WAIT_S = 0.5
 
 
@@ -44,6 +45,12 @@ class _Waiter:
         self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self._thread: Optional[threading.Thread] = None
         self._start_lock = threading.Lock()
+        # The item the thread is waiting on now, and the one a drain gave up
+        # on: while the thread is still stuck on that one, nothing queued
+        # behind it can finish, so later drains return at once instead of
+        # paying their whole timeout again at every window end.
+        self._current: Any = None
+        self._given_up: Any = None
 
     def track(self, name: str, futures: List[Any], args: Sequence[Tuple[str, Any]]) -> None:
         if not futures:
@@ -56,14 +63,24 @@ class _Waiter:
                     self._thread = thread
         self._queue.put((name + IN_FLIGHT_SUFFIX, futures, args))
 
-    def drain(self, timeout: float) -> bool:
+    def drain(self, timeout: float, skip_stuck: bool = False) -> bool:
         """Waits until every work tracked so far has been waited for. True if
-        it finished in time."""
+        it finished in time. With ``skip_stuck``, False at once while the
+        thread is still on the work an earlier drain timed out on."""
         if self._thread is None:
             return True
+        stuck = self._given_up
+        if stuck is not None:
+            if stuck is not self._current:
+                self._given_up = None  # it completed after all: wait as usual again
+            elif skip_stuck:
+                return False
         done = threading.Event()
         self._queue.put(done)
-        return done.wait(timeout)
+        if done.wait(timeout):
+            return True
+        self._given_up = self._current  # None if the thread was between works: the next drain waits again
+        return False
 
     def _run(self) -> None:
         try:
@@ -76,6 +93,7 @@ class _Waiter:
                 item.set()
                 continue
             name, futures, args = item
+            self._current = item
             event = RecordEvent(name, COMMUNICATION)
             event.begin()
             try:
@@ -87,6 +105,7 @@ class _Waiter:
                         pass
             finally:
                 event.end()
+                self._current = None
             del futures, item
 
 
@@ -117,10 +136,12 @@ def wait_in_flight(timeout: float = 10.0) -> bool:
     """Blocks until profkit has seen every asynchronous collective launched so
     far complete and recorded its in-flight event; False if ``timeout``
     seconds passed first. The Profiler does this (up to
-    WINDOW_END_WAIT_S) before each recording window closes."""
+    WINDOW_END_WAIT_S) before each recording window closes, but skips it
+    while a work that outlasted an earlier wait is still pending; this call
+    waits for it all the same."""
     return _waiter.drain(timeout)
 
 
 def finish_in_flight(_profiler: object = None) -> None:
     """The collect hook that lets in-flight events land in the window."""
-    _waiter.drain(WINDOW_END_WAIT_S)
+    _waiter.drain(WINDOW_END_WAIT_S, skip_stuck=True)
