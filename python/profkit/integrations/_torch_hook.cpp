@@ -407,9 +407,7 @@ PyObject* armed(PyObject*, PyObject*) {
   return PyBool_FromLong(g_callback != 0);
 }
 
-PyObject* callbacks_on_this_thread(PyObject*, PyObject*) {
-  return PyLong_FromSize_t(thread_local_callbacks_here());
-}
+PyObject* callbacks_on_this_thread(PyObject*, PyObject*) { return PyLong_FromSize_t(thread_local_callbacks_here()); }
 
 PyObject* global_callback(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
