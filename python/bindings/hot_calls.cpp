@@ -1,5 +1,5 @@
 // The calls a training loop makes on every step or collective -- step() and
-// reader_time_ns() (Profiler.step), is_recording() (the torch.distributed
+// thread_reader_time_ns() (Profiler.step), is_recording() (the torch.distributed
 // hooks) -- as plain CPython functions instead of pybind11 ones.
 //
 // Why: a training step runs far more code than the CPU's caches hold, so by
@@ -12,7 +12,7 @@
 // Behaviour is the pybind11 functions', but that a bool is not taken for a
 // sample count: step(num_samples=0) takes a non-negative int (TypeError for
 // anything else) and raises what check()
-// raises for the engine's status; reader_time_ns() returns an int;
+// raises for the engine's status; the reader times return an int;
 // is_recording() a bool.
 //
 // Thread-safety: as the C ABI calls they make; they run with the GIL held.
@@ -64,12 +64,18 @@ PyObject* step(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwn
 
 PyObject* reader_time_ns(PyObject*, PyObject*) { return PyLong_FromUnsignedLongLong(pk_reader_time_ns()); }
 
+PyObject* thread_reader_time_ns(PyObject*, PyObject*) {
+  return PyLong_FromUnsignedLongLong(pk_thread_reader_time_ns());
+}
+
 PyObject* is_recording(PyObject*, PyObject*) { return PyBool_FromLong(pk_recording_word != 0); }
 
 PyMethodDef kHotCalls[] = {
     {"step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(step)), METH_FASTCALL | METH_KEYWORDS,
      "step(num_samples=0): ends the open step (a ProfileStep event when it lies in one window) and begins the next"},
     {"reader_time_ns", reader_time_ns, METH_NOARGS, "ns spent in outermost data-loading ranges, all threads, so far"},
+    {"thread_reader_time_ns", thread_reader_time_ns, METH_NOARGS,
+     "ns the calling thread spent in its own outermost data-loading ranges, so far"},
     {"is_recording", is_recording, METH_NOARGS, "True while a recording window is open"},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     pk_data_loading_end();
     pk_data_loading_end();
     CHECK(pk_reader_time_ns() > reader_before);
+    CHECK(pk_thread_reader_time_ns() > 0); /* this thread's own (1.11) */
   }
   pk_instant_event(pk_intern("checkpoint"), PK_EVENT_USER_DEFINED);
   /* C lets an enum argument hold any int (1.6): no type becomes UserDefined. */

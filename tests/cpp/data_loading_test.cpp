@@ -1,4 +1,5 @@
-// Data loading through the C ABI (pk_data_loading_begin/end, pk_reader_time_ns):
+// Data loading through the C ABI (pk_data_loading_begin/end, pk_reader_time_ns,
+// pk_thread_reader_time_ns):
 // reader time with and without recording, nesting, windows, threads.
 #include <gtest/gtest.h>
 
@@ -143,6 +144,29 @@ TEST_F(DataLoadingTest, EachThreadNestsItsOwnRangesAndAllAddReaderTime) {
   EXPECT_GE(pk_reader_time_ns() - before, 4 * 2 * kMs);
   ResultPtr r = collect();
   EXPECT_EQ(events_of(r.get()).size(), 5u);
+}
+
+TEST_F(DataLoadingTest, AThreadsReaderTimeIsItsOwnRangesOnly) {
+  const pk_name_id name = pk_intern("fetch");
+  const uint64_t mine_before = pk_thread_reader_time_ns();
+  uint64_t worker_total = 0;
+  std::thread prefetcher([&] {  // a background prefetcher: not this thread's wait
+    const uint64_t start = pk_thread_reader_time_ns();
+    EXPECT_EQ(start, 0u);  // a new thread has waited for nothing yet
+    pk_data_loading_begin(name);
+    sleep_ms(3);
+    pk_data_loading_end();
+    worker_total = pk_thread_reader_time_ns();
+  });
+  prefetcher.join();
+  EXPECT_GE(worker_total, 3 * kMs);
+  EXPECT_EQ(pk_thread_reader_time_ns(), mine_before);
+  pk_data_loading_begin(name);
+  pk_data_loading_begin(name);  // nested: part of the outer range
+  sleep_ms(1);
+  pk_data_loading_end();
+  pk_data_loading_end();
+  EXPECT_GE(pk_thread_reader_time_ns() - mine_before, 1 * kMs);
 }
 
 }  // namespace

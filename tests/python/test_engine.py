@@ -96,10 +96,28 @@ def test_step_rejects_what_is_not_one_sample_count(args, kwargs):
 
 
 def test_reader_time_counts_data_loading():
-    before = _C.reader_time_ns()
+    before, mine = _C.reader_time_ns(), _C.thread_reader_time_ns()
     _C.data_loading_begin(_C.intern("fetch"))
     _C.data_loading_end()
     assert isinstance(before, int) and _C.reader_time_ns() > before
+    assert isinstance(mine, int) and _C.thread_reader_time_ns() > mine
+
+
+def test_a_threads_reader_time_is_its_own():
+    import threading
+
+    mine = _C.thread_reader_time_ns()
+    process = _C.reader_time_ns()
+
+    def fetch():
+        _C.data_loading_begin(_C.intern("prefetch"))
+        _C.data_loading_end()
+
+    other = threading.Thread(target=fetch)
+    other.start()
+    other.join()
+    assert _C.reader_time_ns() > process  # the process's total has it
+    assert _C.thread_reader_time_ns() == mine  # this thread's has not
 
 
 _CLOCK_CHILD = r"""

@@ -236,6 +236,38 @@ def test_every_running_timer_gets_the_reader_time_of_its_own_steps():
     assert 0.002 * 1e9 <= second._reader_ns[0] < first._reader_ns[0]
 
 
+def test_batches_prefetched_on_another_thread_are_not_the_loops_reader_cost():
+    # A background thread fetches batches (the slow part) into a queue while
+    # the loop computes; the loop's own wait is what it costs, and here it
+    # fetched nothing itself.
+    import queue
+    import threading
+
+    ready: "queue.Queue[int]" = queue.Queue()
+
+    def slow_batches():
+        for batch in range(3):
+            time.sleep(0.004)  # fetching
+            yield batch
+
+    def prefetch():
+        for batch in wrap_dataloader(slow_batches()):
+            ready.put(batch)
+
+    with Profiler(timer_only=True) as p:
+        worker = threading.Thread(target=prefetch)
+        worker.start()
+        worker.join()  # every batch fetched on the other thread
+        for _ in range(3):
+            ready.get()
+            p.step()
+        with dataloader_range():  # and one fetch of the loop's own
+            time.sleep(0.002)
+        p.step()
+    assert p._timer._reader_ns[:3] == [0, 0, 0]
+    assert p._timer._reader_ns[3] >= 0.002 * 1e9
+
+
 def test_a_range_inside_another_is_part_of_it():
     """wrap_dataloader around a loader that a framework integration already marks: one event, one reader time."""
     windows = []

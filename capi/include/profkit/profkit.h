@@ -243,6 +243,13 @@ PK_API void pk_data_loading_end(void) PK_NOEXCEPT;
  * Thread-safe (since 1.5). */
 PK_API uint64_t pk_reader_time_ns(void) PK_NOEXCEPT;
 
+/* The calling thread's reader time: ns spent in its own outermost
+ * data-loading ranges since it began. What a training loop waited for its
+ * batches: a thread that fetches batches in the background (a prefetcher)
+ * adds to pk_reader_time_ns but not to the loop thread's. Benchmark mode reads
+ * this one, on the thread that calls its step. Thread-safe (since 1.11). */
+PK_API uint64_t pk_thread_reader_time_ns(void) PK_NOEXCEPT;
+
 /* Records an allocation (bytes > 0) or a free (bytes < 0) of `address` on
  * `device` (-1 for host memory), with the allocator's totals after it, for the
  * Memory summary. Same cost rules as pk_begin_event. */

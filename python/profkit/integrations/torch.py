@@ -35,7 +35,9 @@ Threads: operators are recorded on the thread that opens the window (the
 one driving the Profiler) and on the threads torch runs its work on (the
 autograd engine's device threads, ``at::launch`` tasks), as torch.profiler
 records them; ``enable(all_threads=True)`` records every thread's, at some
-cost in every backward pass. The other events are recorded on every thread.
+cost in every backward pass. torch's record_function ranges (Optimization
+among them) follow the operators; Forward, Backward and Dataloader events
+are recorded on every thread.
 
 Operators are recorded by a native hook (a RecordFunction callback calling
 profkit's C ABI) that is compiled against the installed torch on first use
