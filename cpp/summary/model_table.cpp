@@ -159,7 +159,7 @@ SummaryTable ModelTable::table() const {
   // Steps recorded, every one of zero length (a coarse clock, or steps that
   // end where they begin): total_time falls back to the span, but saying
   // "no ProfileStep" (or leaving them out) would deny steps the user made.
-  const bool zero_length_steps = !c.has_steps && steps.calls > 0;
+  const bool zero_length_steps = c.zero_length_steps();
   if (!any_phase && !c.has_steps && !zero_length_steps) {
     t.empty_reason = "no ProfileStep, Dataloader, Forward, Backward or Optimization events recorded";
     return t;
@@ -197,13 +197,7 @@ SummaryTable ModelTable::table() const {
   }
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() +
                     "). Others = total time not covered by Dataloader, Forward, Backward or Optimization.");
-  if (zero_length_steps) {
-    const std::string which =
-        steps.calls == 1 ? "The one ProfileStep has" : "All " + std::to_string(steps.calls) + " ProfileSteps have";
-    t.notes.push_back(which +
-                      " zero length (each ends where it begins: a coarse clock?), so total time is the recorded "
-                      "span instead.");
-  }
+  if (zero_length_steps) t.notes.push_back(c.zero_length_steps_note());
   if (c.has_device_data) {
     t.notes.push_back(
         "GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make "

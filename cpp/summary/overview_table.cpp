@@ -40,6 +40,12 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
   if (c.has_steps) first.values[calls] = static_cast<double>(c.host_calls[PK_EVENT_PROFILE_STEP]);
   first.values[cpu] = total;
   first.values[cpu_ratio] = percent(total, total);
+  if (c.zero_length_steps()) {  // listed with their calls, under the span they do not measure
+    SummaryRow& steps = t.add_row("ProfileStep", 1);
+    steps.values[calls] = static_cast<double>(c.host_calls[PK_EVENT_PROFILE_STEP]);
+    steps.values[cpu] = 0;
+    steps.values[cpu_ratio] = 0;
+  }
 
   std::vector<TypeRow> host;
   std::vector<TypeRow> device;
@@ -88,6 +94,7 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
                     (c.has_device_data ? " for CPU types, across streams for GPU types" : "") +
                     "); types nest and overlap each other, so ratios do not add up to 100%.");
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
+  if (c.zero_length_steps()) t.notes.push_back(c.zero_length_steps_note());
   return t;
 }
 

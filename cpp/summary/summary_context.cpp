@@ -164,4 +164,13 @@ SummaryContext make_summary_context(const Result& result, const SummaryOptions& 
   return c;
 }
 
+std::string SummaryContext::zero_length_steps_note() const {
+  if (!zero_length_steps()) return {};
+  const uint64_t steps = host_calls[PK_EVENT_PROFILE_STEP];
+  const std::string which =
+      steps == 1 ? "The one ProfileStep has" : "All " + std::to_string(steps) + " ProfileSteps have";
+  return which +
+         " zero length (each ends where it begins: a coarse clock?), so total time is the recorded span instead.";
+}
+
 }  // namespace profkit

@@ -56,6 +56,12 @@ struct SummaryContext {
   uint64_t elapsed_ns() const noexcept { return span_end_ns - span_start_ns; }
   // "ProfileStep" or "recorded span": what total_time measures, for notes.
   std::string total_time_source() const { return has_steps ? "ProfileStep" : "the recorded span"; }
+  // Steps were recorded but none has positive length (a coarse clock, or
+  // steps that end where they begin): tables measure against the span then,
+  // and list the steps with 0 time rather than deny them.
+  bool zero_length_steps() const { return !has_steps && host_calls[PK_EVENT_PROFILE_STEP] > 0; }
+  // The note saying so; empty unless zero_length_steps().
+  std::string zero_length_steps_note() const;
 };
 
 SummaryContext make_summary_context(const Result& result, const SummaryOptions& options);

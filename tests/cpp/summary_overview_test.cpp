@@ -32,6 +32,22 @@ TEST(SummaryOverview, HostTypesCountOverlapsAcrossThreadsOnce) {
   EXPECT_DOUBLE_EQ(value(t, "ProfileStep", "CPU Ratio(%)", 0), 100.0);
 }
 
+TEST(SummaryOverview, StepsOfZeroLengthAreListedUnderTheSpanWithANote) {
+  TraceBuilder b(0, 1000);
+  b.step(1, 0, 100, 100).step(1, 1, 600, 600);
+  b.event(1, "op", PK_EVENT_OPERATOR, 200, 300);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(profkit_test::labels(t, 0), std::vector<std::string>{"Total Time"});
+  EXPECT_EQ(value(t, "Total Time", "CPU Time", 0), 1000);  // the span
+  EXPECT_EQ(value(t, "ProfileStep", "Calls", 1), 2);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Time", 1), 0);
+  EXPECT_DOUBLE_EQ(value(t, "Operator", "CPU Ratio(%)"), 10.0);
+  bool says_why = false;
+  for (const std::string& note : t.notes) says_why |= note.find("All 2 ProfileSteps have zero length") == 0;
+  EXPECT_TRUE(says_why);
+}
+
 TEST(SummaryOverview, GpuTypesCountOverlapsAcrossStreamsAndDevicesOnce) {
   TraceBuilder b(0, 1000);
   b.kernel("k1", 0, 100, 1, /*device=*/0, /*stream=*/1);
