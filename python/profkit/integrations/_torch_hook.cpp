@@ -273,13 +273,34 @@ std::atomic<bool> g_forked{false};
 
 // Runs on the thread that changed profkit's state, under profkit's state
 // lock: it only registers or removes the torch callback.
-void on_state(pk_state from, pk_state to, void*) {
+// A listener must not throw into the engine (C code): registering with torch
+// allocates, and should that fail, the window records no operators (the
+// next window tries again) rather than ending the process.
+void on_state(pk_state from, pk_state to, void*) noexcept {
   if (g_forked.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (is_recording(to) && !is_recording(from)) {
-    arm();
-  } else if (!is_recording(to) && is_recording(from)) {
+  try {
+    if (is_recording(to) && !is_recording(from)) {
+      arm();
+    } else if (!is_recording(to) && is_recording(from)) {
+      disarm();
+    }
+  } catch (const std::exception&) {
+    g_callback = 0;
+  }
+}
+
+// Under g_mutex, from a module function: registers the callback again for a
+// changed setting. False, with a Python error set, when torch cannot.
+bool rearm() {
+  try {
     disarm();
+    arm();
+    return true;
+  } catch (const std::exception& e) {
+    g_callback = 0;
+    PyErr_Format(PyExc_RuntimeError, "profkit torch hook: cannot register the torch callback: %s", e.what());
+    return false;
   }
 }
 
@@ -340,10 +361,8 @@ PyObject* set_record_shapes(PyObject*, PyObject* arg) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_want_shapes == (want != 0)) Py_RETURN_NONE;
   g_want_shapes = want != 0;
-  if (g_callback != 0) {  // armed now: torch must learn that inputs are needed
-    disarm();
-    arm();
-  }
+  // armed now: torch must learn that inputs are needed
+  if (g_callback != 0 && !rearm()) return nullptr;
   Py_RETURN_NONE;
 }
 
@@ -353,10 +372,7 @@ PyObject* set_all_threads(PyObject*, PyObject* arg) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_want_all_threads == (want != 0)) Py_RETURN_NONE;
   g_want_all_threads = want != 0;
-  if (g_callback != 0) {  // armed now: register the other kind
-    disarm();
-    arm();
-  }
+  if (g_callback != 0 && !rearm()) return nullptr;  // armed now: register the other kind
   Py_RETURN_NONE;
 }
 
@@ -385,8 +401,13 @@ PyObject* memory_threads_holding(PyObject*, PyObject*) {
 PyObject* forget_after_fork(PyObject*, PyObject*) {
   g_forked.store(true, std::memory_order_relaxed);
   profkit_torch::forget_memory_after_fork();
-  if (g_callback != 0 && g_callback_global) at::removeCallback(g_callback);
-  remove_thread_local_callbacks();  // the forking thread's; the child has no other
+  try {
+    if (g_callback != 0 && g_callback_global) at::removeCallback(g_callback);
+    remove_thread_local_callbacks();   // the forking thread's; the child has no other
+  } catch (const std::exception& e) {  // out of memory in a fresh child: say so, as Python would
+    PyErr_Format(PyExc_MemoryError, "profkit torch hook: cannot remove the torch callback: %s", e.what());
+    return nullptr;
+  }
   g_callback = 0;
   g_listener = 0;  // left registered in the child's engine; on_state ignores it
   Py_RETURN_NONE;
