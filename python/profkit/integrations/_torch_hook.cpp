@@ -185,7 +185,7 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFuncti
 }
 
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
-  if (__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0) {
+  if (__builtin_expect(__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0, 0)) {
     on_start_outside_window();
     return nullptr;
   }
@@ -218,21 +218,19 @@ bool is_ours(const at::RecordFunctionCallbacksEntry& entry) {
 // it saved, so a callback removed inside one (a window closed in a backward
 // hook) comes back when the guard ends. A RecordFunction in progress keeps
 // its own copy of the callbacks, so this is safe inside a callback too.
+size_t thread_local_callbacks_here() {
+  const auto& callbacks = at::get_record_function_tls_().sorted_tls_callbacks_;
+  return static_cast<size_t>(std::count_if(callbacks.begin(), callbacks.end(), is_ours));
+}
+
 size_t remove_thread_local_callbacks() {
-  const at::RecordFunctionTLS& current = at::get_record_function_tls_();
-  const auto& callbacks = current.sorted_tls_callbacks_;
-  const size_t ours = static_cast<size_t>(std::count_if(callbacks.begin(), callbacks.end(), is_ours));
+  const size_t ours = thread_local_callbacks_here();
   if (ours == 0) return 0;
-  at::RecordFunctionTLS kept = current;
+  at::RecordFunctionTLS kept = at::get_record_function_tls_();
   auto& list = kept.sorted_tls_callbacks_;
   list.erase(std::remove_if(list.begin(), list.end(), is_ours), list.end());
   at::set_record_function_tls_(kept);
   return ours;
-}
-
-size_t thread_local_callbacks_here() {
-  const auto& callbacks = at::get_record_function_tls_().sorted_tls_callbacks_;
-  return static_cast<size_t>(std::count_if(callbacks.begin(), callbacks.end(), is_ours));
 }
 
 // An operator on a thread that still holds the callback although no window
