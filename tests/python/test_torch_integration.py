@@ -678,8 +678,12 @@ def load_example():
 
 
 def dataloader_share(example, tmp_path, workers):
+    # 2 ms a sample, 64 ms a batch: several times the small CNN's step on a
+    # fast machine, and still more than its forward or backward pass on one
+    # three times slower (1 ms a sample lost to a slow VM's backward pass),
+    # while two workers loading ahead still hide most of it.
     args = example.parse_args(
-        ["--steps", "14", "--batch-size", "32", "--slow-data", "1", "--workers", str(workers), "--out", str(tmp_path)]
+        ["--steps", "14", "--batch-size", "32", "--slow-data", "2", "--workers", str(workers), "--out", str(tmp_path)]
     )
     prof, files = example.train(args)
     model = prof.profiler_result.summary_data(views=profkit.SummaryView.ModelView)["ModelView"]
@@ -690,9 +694,17 @@ def dataloader_share(example, tmp_path, workers):
 
 def test_case_study_slow_data_loading_dominates_until_workers_take_it(pk_torch, tmp_path, capsys):
     example = load_example()
-    alone, reader_alone = dataloader_share(example, tmp_path / "w0", workers=0)
-    helped, reader_helped = dataloader_share(example, tmp_path / "w2", workers=2)
-    # num_workers=0: loading 32 samples at 1 ms each outweighs each pass of the small CNN
+    # One intra-op thread: on a loaded 2-core machine torch's OpenMP threads
+    # wait for each other at every barrier and the CNN's step grew from ~20
+    # to ~450 ms, outgrowing any data loading the test could wait for.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone, reader_alone = dataloader_share(example, tmp_path / "w0", workers=0)
+        helped, reader_helped = dataloader_share(example, tmp_path / "w2", workers=2)
+    finally:
+        torch.set_num_threads(threads)
+    # num_workers=0: loading 32 samples at 2 ms each outweighs each pass of the small CNN
     assert alone["Dataloader"] > max(alone["Forward"], alone["Backward"], alone["Optimization"])
     # with workers loading ahead, the loop waits less for data
     assert helped["Dataloader"] < alone["Dataloader"]
