@@ -95,11 +95,24 @@ class SummaryTable:
         return frame
 
 
-def _choice(value: Any, what: str, names: Iterable[str]) -> int:
-    """The index of `value` among `names`: an int, an enum member (anything
-    with ``.value``) or a name."""
+def _choice(value: Any, what: str, names: Iterable[str], enum_name: str) -> int:
+    """The index of `value` among `names`: an int, a name, an enum member
+    (matched by its name), or another object with a ``.value``. ``enum_name``:
+    the enumeration to name when a member of another one is given."""
     names = tuple(names)
     valid = ", ".join(f"{name} ({index})" for index, name in enumerate(names))
+    if isinstance(value, enum.Enum):
+        # An enum member counts by its name: a member of another enum
+        # (summary(sorted_by=SummaryView.OperatorView), views=SortedKeys.CPUTotal,
+        # or TracerEventType, an IntEnum) would otherwise pass by its value
+        # and silently pick an unrelated table or order. Names also accept
+        # paddle.profiler's own SortedKeys / SummaryView members.
+        if value.name in names:
+            return names.index(value.name)
+        raise ValueError(
+            f"{what} must be one of {valid}; got {type(value).__name__}.{value.name}, a member of another "
+            f"enumeration (use {enum_name} members)"
+        )
     raw = getattr(value, "value", value)
     if isinstance(raw, str):
         if raw in names:
@@ -126,7 +139,7 @@ def _views_mask(views: Any) -> int:
         chosen = [views]
     mask = 0
     for view in chosen:
-        mask |= 1 << _choice(view, "views", VIEWS)
+        mask |= 1 << _choice(view, "views", VIEWS, "SummaryView")
     return mask
 
 
@@ -153,7 +166,7 @@ def _time_unit(time_unit: Any) -> int:
 
 def _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit) -> Dict[str, Any]:
     return {
-        "sorted_by": _choice(sorted_by, "sorted_by", SORT_KEYS),
+        "sorted_by": _choice(sorted_by, "sorted_by", SORT_KEYS, "SortedKeys"),
         "op_detail": bool(op_detail),
         "thread_sep": bool(thread_sep),
         "time_unit": _time_unit(time_unit),

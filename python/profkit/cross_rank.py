@@ -195,7 +195,9 @@ def _as_result(source: Any) -> "tuple[_C.Result, str]":
         return source, ""
     path = os.fspath(source)
     if os.path.isdir(path):
-        raise IsADirectoryError(f"cross_rank_summary: {path!r} is a directory, not a .pktrace file")
+        raise IsADirectoryError(
+            f"cross_rank_summary: {path!r} is a directory, not a trace file (.pktrace or .trace.json)"
+        )
     try:
         return _C.load(engine_path(path)), path
     except (OSError, ValueError) as e:
@@ -207,7 +209,11 @@ def _default_name(info: Dict[str, Any], path: str, index: int) -> str:
         return f"rank{info['rank']}"
     if path:
         base = display_text(os.path.basename(path))  # printed: UTF-8 even when the file name is not
-        return base[: -len(".pktrace")] if base.endswith(".pktrace") else base
+        # The same stems as profkit merge gives: a rank's .pktrace and .trace.json get one name.
+        for suffix in (".pktrace", ".trace.json", ".json"):
+            if base.endswith(suffix) and len(base) > len(suffix):
+                return base[: -len(suffix)]
+        return base
     return f"trace{index}"
 
 
@@ -272,11 +278,11 @@ def cross_rank_summary(
     """Figures per rank and the slowest rank, from each rank's trace.
 
     Args:
-        sources: ``.pktrace`` paths, ProfilerResults or ``profkit._C.Result``
-            objects, one per rank (a Chrome JSON file has no summary data:
-            give the ``.pktrace``).
+        sources: ``.pktrace`` paths (or ``.trace.json`` files profkit wrote),
+            ProfilerResults or ``profkit._C.Result`` objects, one per rank.
         names: one name per source (None for the default); default
-            ``rank{r}`` (or the file's name when the rank is unknown).
+            ``rank{r}`` (or the file's name without its suffix when the rank
+            is unknown).
 
     Rows are ordered by rank (unknown ranks last, in the order given).
     """

@@ -32,9 +32,9 @@ T = TypeVar("T")
 _name_ids: Dict[str, int] = {}
 
 
-def _name_id(name: str) -> int:
+def _name_id(name: str, where: str = "profkit.dataloader_range") -> int:
     if not isinstance(name, str):
-        raise TypeError(f"profkit.dataloader_range: name must be a str, not {type(name).__name__}")
+        raise TypeError(f"{where}: name must be a str, not {type(name).__name__}")
     name_id = _name_ids.get(name)
     if name_id is None:
         name_id = _name_ids[name] = _C.intern(name)
@@ -77,6 +77,7 @@ class WrappedDataloader(Generic[T]):
     """An iterable whose every ``next()`` is a data-loading range; ``len()`` is the loader's."""
 
     def __init__(self, iterable: Iterable[T], name: str = "Dataloader") -> None:
+        _name_id(name, "profkit.wrap_dataloader")  # a bad name fails here, not at the first batch
         self._iterable = iterable
         self._name = name
 
@@ -108,4 +109,4 @@ def wrap_dataloader(iterable: Iterable[T], name: Optional[str] = None) -> Wrappe
     cost of the running Profilers. The wrapper iterates like the loader and
     forwards ``len()`` and attributes to it.
     """
-    return WrappedDataloader(iterable, name or "Dataloader")
+    return WrappedDataloader(iterable, "Dataloader" if name is None or name == "" else name)

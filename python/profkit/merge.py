@@ -240,6 +240,12 @@ def merge_traces(
             f"merge: the output {output!r} is named .pktrace, but a merged timeline is Chrome trace JSON; "
             "name it .trace.json (or .json)"
         )
+    if os.path.isdir(output):
+        # Otherwise the rename into place fails naming our temporary file, after every input was read.
+        raise MergeError(
+            f"merge: the output {output!r} is a directory; name the merged file, e.g. "
+            f"{os.path.join(output, 'merged.trace.json')!r}"
+        )
     sources = [Source(name, path) for name, path in pairs]
     for s in sources:
         if os.path.exists(output) and os.path.samefile(s.path, output):

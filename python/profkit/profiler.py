@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 from . import _C, _lifecycle, _rank, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning, warn_at_caller
-from .export_callbacks import export_chrome_tracing
+from .export_callbacks import export_chrome_tracing, export_protobuf
 from .result import ProfilerResult
 from .scheduler import Scheduler, SchedulerArg, predictable, scheduler_from_argument, steady_until
 from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
@@ -213,6 +213,14 @@ class Profiler:
         self.scheduler = scheduler  # the setter resolves (start, end) pairs and None
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError(f"Profiler: on_trace_ready must be callable, not {type(on_trace_ready).__name__}")
+        if on_trace_ready is export_chrome_tracing or on_trace_ready is export_protobuf:
+            # The factory itself, not the callback it makes: it would fail only
+            # when the first window ends, after the steps were recorded.
+            name = on_trace_ready.__name__
+            raise TypeError(
+                f"Profiler: on_trace_ready={name} is the function that makes the callback; "
+                f"call it with the directory to write to: on_trace_ready=profkit.{name}('./profiler_log')"
+            )
         self.on_trace_ready = on_trace_ready
         self.timer_only = bool(timer_only)
         self.record_shapes = bool(record_shapes)
@@ -220,6 +228,9 @@ class Profiler:
         self.with_flops = bool(with_flops)
         if emit_nvtx:
             warnings.warn("profkit: emit_nvtx is not supported and is ignored", ProfilerWarning, stacklevel=2)
+        if isinstance(custom_device_types, str):
+            # One device name, not a list of one-letter devices ("npu" -> ['n', 'p', 'u']).
+            custom_device_types = [custom_device_types]
         self.custom_device_types = list(custom_device_types or [])
         if self.custom_device_types:
             warnings.warn(
@@ -351,10 +362,12 @@ class Profiler:
             _C.step(num_samples or 0)
             return
         self._steady_until = 0
-        if not self._started:
-            raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
+        # From on_trace_ready first: the callback that stop() calls runs on a
+        # stopped Profiler, where "not started; call start()" would mislead.
         if self._in_callback:
             raise RuntimeError("Profiler.step() called from on_trace_ready; step the Profiler from the training loop")
+        if not self._started:
+            raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
         samples = _samples(num_samples)
         if self.timer_only:
             self._timer.step(samples)
@@ -484,6 +497,11 @@ class Profiler:
         print(text, flush=True)
 
     def _require_result(self, what: str) -> ProfilerResult:
+        if self._result is None and self.timer_only:
+            raise RuntimeError(
+                f"Profiler.{what}(): this Profiler has timer_only=True, so it records no trace (only step "
+                "timing: step_info() and perf_summary); create it without timer_only to record one"
+            )
         if self._result is None:
             raise RuntimeError(
                 f"Profiler.{what}(): no trace has been collected yet; a trace is ready after a "

@@ -253,10 +253,19 @@ class ProfilerResult:
 
     @property
     def steps(self) -> List[int]:
-        """The step numbers recorded (from the ProfileStep#n events), ascending."""
+        """The step numbers recorded (from the ProfileStep#n events), ascending.
+
+        Other ProfileStep-type events (a user's ``RecordEvent("ProfileStep#warmup",
+        TracerEventType.ProfileStep)``) are not steps and are left out."""
         ev = self.events
         names = ev["name"][ev["type"] == int(TracerEventType.ProfileStep)]
-        return sorted(int(n[len("ProfileStep#") :]) for n in names if n.startswith("ProfileStep#"))
+        prefix = "ProfileStep#"
+        # isdecimal() and isascii(): int() would take " 3", "+3", "3_0" or "٣" too.
+        return sorted(
+            int(n[len(prefix) :])
+            for n in names
+            if n.startswith(prefix) and n[len(prefix) :].isascii() and n[len(prefix) :].isdecimal()
+        )
 
     def event_counts(self) -> Dict[str, int]:
         """Number of events per TracerEventType name (host and GPU), largest first."""
@@ -434,9 +443,10 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
 
     Raises:
         FileNotFoundError: there is no such file.
-        ValueError: the file is empty, truncated, corrupt, from a newer
-            profkit, or not a profkit trace -- such as torch.profiler's JSON or
-            a timeline merged by ``profkit merge`` (the message says which).
+        ValueError: the file is empty, truncated, corrupt, gzip-compressed,
+            from a newer profkit, or not a profkit trace -- such as
+            torch.profiler's JSON or a timeline merged by ``profkit merge``
+            (the message says which).
     """
     try:
         path = os.fspath(path)
@@ -444,5 +454,22 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
         raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
         raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a trace file")
-    return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
+    try:
+        return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
+    except ValueError as e:
+        if _is_gzip(path):
+            # Traces are often gzipped to be shared; the engine would only say "not a profkit trace".
+            raise ValueError(
+                f"cannot load {os.fsdecode(path)!r}: it is gzip-compressed; decompress it first "
+                "(gunzip -k FILE) and load the file that gives"
+            ) from e
+        raise
+
+
+def _is_gzip(path: Union[str, bytes]) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 

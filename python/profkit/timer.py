@@ -151,6 +151,12 @@ class StepTimer:
         step since the last call every figure is 0.
         """
         if unit is not None:
+            if not isinstance(unit, str):
+                # It names what num_samples counts, and would otherwise print as "3/s".
+                raise TypeError(
+                    f"step_info: unit must be a str naming what num_samples counts (e.g. 'images'), "
+                    f"not {type(unit).__name__}"
+                )
             self.unit = unit
         first, self._info_from = self._info_from, len(self._batch_ns)
         batch = self._batch_ns[first:]

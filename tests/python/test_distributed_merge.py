@@ -247,6 +247,17 @@ def test_a_merged_timeline_is_not_an_input(tmp_path):
         merge_traces([a], a)
 
 
+def test_an_output_that_is_a_directory_is_an_error_naming_it(tmp_path, capsys):
+    # It used to fail at the rename, naming a temporary file the user never chose.
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    with pytest.raises(MergeError, match=r"the output '.*' is a directory; name the merged file"):
+        merge_traces([a], tmp_path)
+    assert cli.main(["merge", str(a), "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "is a directory" in err and ".tmp" not in err
+    assert sorted(os.listdir(tmp_path)) == ["a.trace.json"]  # no temporary files left
+
+
 def test_mismatched_inputs_are_errors_or_warnings(tmp_path):
     a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
     same_rank = write_chrome(tmp_path / "b.trace.json", 8, 0, 1_000_000)

@@ -103,6 +103,17 @@ def test_sources_paths_results_and_names(tmp_path):
     assert list(frame["name"]) == ["rank0", "unnamed"]
 
 
+def test_a_profkit_chrome_trace_is_a_source_named_like_its_pktrace(tmp_path):
+    # The docstring used to say Chrome JSON could not be given, and the row
+    # kept the ".trace.json" suffix that the .pktrace's row and merge drop.
+    r = rank_window(-1, -1, 0.001, 0.001)
+    r.save(str(tmp_path / "w.pktrace"))
+    r.export_chrome_tracing(str(tmp_path / "w.trace.json"))
+    rows = cross_rank_summary([str(tmp_path / "w.pktrace"), str(tmp_path / "w.trace.json")]).ranks
+    assert [row.name for row in rows] == ["w", "w"]
+    assert rows[0].step_ns == rows[1].step_ns and rows[0].communication_ns == rows[1].communication_ns
+
+
 def test_a_window_without_steps_uses_the_recorded_span():
     _C.set_rank(0, 1)
     _C.set_state(2)

@@ -443,11 +443,34 @@ def test_invalid_constructor_arguments():
             Profiler(targets=not_a_list)  # type: ignore[arg-type]
 
 
+def test_an_export_function_given_uncalled_as_on_trace_ready_is_refused_at_once():
+    # It used to fail only when the first window ended: "dir_name must be a path, not Profiler".
+    for factory in (profkit.export_chrome_tracing, profkit.export_protobuf):
+        name = factory.__name__
+        expected = rf"on_trace_ready={name} is the function .*=profkit\.{name}\('\./profiler_log'\)"
+        with pytest.raises(TypeError, match=expected):
+            Profiler(on_trace_ready=factory)
+
+
 def test_unsupported_options_warn():
     with pytest.warns(ProfilerWarning, match="emit_nvtx"):
         Profiler(emit_nvtx=True)
     with pytest.warns(ProfilerWarning, match="custom devices"):
         Profiler(custom_device_types=["npu"])
+
+
+def test_one_custom_device_given_as_a_string_is_one_device():
+    with pytest.warns(ProfilerWarning, match=r"custom devices \['npu'\] are not supported"):
+        p = Profiler(custom_device_types="npu")
+    assert p.custom_device_types == ["npu"]
+
+
+def test_export_and_summary_of_a_timer_only_profiler_say_it_records_no_trace():
+    with Profiler(timer_only=True) as p:
+        p.step()
+    for call in (lambda: p.summary(), lambda: p.export("x.json")):
+        with pytest.raises(RuntimeError, match="timer_only=True, so it records no trace"):
+            call()
 
 
 def test_export_and_summary_need_a_result():
@@ -540,6 +563,23 @@ def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
         p.step()
     with Profiler(on_trace_ready=Windows()) as q:  # the engine is free
         q.step()
+
+
+def test_step_from_the_on_trace_ready_that_stop_calls_says_it_is_from_the_callback():
+    # stop() has already marked the Profiler stopped when it delivers; the
+    # error must not advise calling start().
+    errors = []
+
+    def step_inside(prof):
+        try:
+            prof.step()
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    p = Profiler(scheduler=None, on_trace_ready=step_inside)
+    p.start()
+    p.stop()
+    assert len(errors) == 1 and "called from on_trace_ready" in errors[0] and "start()" not in errors[0]
 
 
 # ---- losses are never silent --------------------------------------------------------

@@ -206,6 +206,22 @@ def test_bad_files_raise_value_error_with_the_engine_message(saved, tmp_path):
             load_profiler_result(bad)
 
 
+def test_a_gzipped_trace_says_to_decompress_it(saved, tmp_path):
+    # It used to be "not a profkit trace (no 'PKTR' file identifier)".
+    import gzip
+
+    live, path = saved
+    live.export_chrome_tracing(str(tmp_path / "t.trace.json"))
+    for source in (path, str(tmp_path / "t.trace.json")):
+        with open(source, "rb") as f:
+            packed = tmp_path / (os.path.basename(source) + ".gz")
+            packed.write_bytes(gzip.compress(f.read()))
+        with pytest.raises(ValueError, match=r"cannot load '.*\.gz': it is gzip-compressed; decompress it first"):
+            load_profiler_result(packed)
+        with pytest.raises(ValueError, match="gzip-compressed"):
+            load_profiler_result(os.fsencode(packed))
+
+
 def test_every_truncation_is_an_error_never_a_crash(saved, tmp_path):
     _, path = saved
     with open(path, "rb") as f:
@@ -307,3 +323,17 @@ def test_top_events_refuses_a_negative_count(saved):
     assert len(live.top_events(2)) == 2 and live.top_events(0) == []
     with pytest.raises(ValueError, match="n must be an int >= 0, got -1"):
         live.top_events(-1)
+
+
+def test_steps_leave_out_profile_step_events_that_are_not_numbered_steps():
+    # A user's own ProfileStep-type range used to make .steps raise
+    # "invalid literal for int()".
+    windows = []
+    with Profiler(on_trace_ready=lambda p: windows.append(p.profiler_result)) as p:
+        for name in ("ProfileStep#warmup", "ProfileStep#", "ProfileStep# 7", "ProfileStep"):
+            with RecordEvent(name, TracerEventType.ProfileStep):
+                pass
+        p.step()
+    (result,) = windows
+    assert "ProfileStep#warmup" in set(result.events["name"])
+    assert result.steps == [0, 1]

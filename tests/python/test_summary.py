@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from profkit import SortedKeys, SummaryView, _C, _summary
+from profkit import ProfilerState, SortedKeys, SummaryView, TracerEventType, _C, _summary
 
 CLOSED, RECORD = 0, 2
 OPERATOR, USER_DEFINED, PYTHON_USER_DEFINED = 0, 7, 14
@@ -151,6 +151,35 @@ def test_bad_arguments_name_the_valid_values(run, kwargs, message):
         _summary.summary_text(run, **kwargs)
     with pytest.raises(ValueError, match=message):
         _summary.summary_data(run, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        # Each of these used to pass by its value: the Device table, or GPUAvg order.
+        ({"views": SortedKeys.CPUTotal}, "views must be one of .*got SortedKeys.CPUTotal.*use SummaryView"),
+        ({"views": [SummaryView.UDFView, TracerEventType.Operator]}, "got TracerEventType.Operator"),
+        ({"sorted_by": SummaryView.OperatorView}, "sorted_by must be one of .*use SortedKeys"),
+        ({"sorted_by": ProfilerState.RECORD}, "got ProfilerState.RECORD"),
+    ],
+)
+def test_a_member_of_another_enum_is_refused_not_taken_by_its_value(run, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _summary.summary_text(run, **kwargs)
+
+
+def test_enum_members_of_a_look_alike_enum_count_by_name(run):
+    # paddle.profiler's own SortedKeys / SummaryView, passed to profkit.
+    import enum
+
+    class PaddleSummaryView(enum.Enum):
+        UDFView = 8
+
+    class PaddleSortedKeys(enum.Enum):
+        CPUMin = 3
+
+    ours = _summary.summary_text(run, sorted_by=SortedKeys.CPUMin, views=SummaryView.UDFView)
+    assert _summary.summary_text(run, sorted_by=PaddleSortedKeys.CPUMin, views=PaddleSummaryView.UDFView) == ours
 
 
 def test_engine_rejects_out_of_range_values_too(run):

@@ -122,6 +122,19 @@ def test_perf_summary_layout(clock):
     ]
 
 
+def test_step_info_unit_must_be_a_str(clock):
+    t = StepTimer()
+    t.start()
+    run_steps(t, clock, [10], samples=[4])
+    for bad in (3, b"images", ["images"]):
+        with pytest.raises(TypeError, match="step_info: unit must be a str naming what num_samples counts"):
+            t.step_info(bad)
+    assert t.step_info().endswith("samples/s")  # the refused unit was not kept
+    p = Profiler(timer_only=True)
+    with pytest.raises(TypeError, match="unit must be a str"):
+        p.step_info(unit=8)
+
+
 def test_invalid_warmup():
     with pytest.raises(ValueError):
         StepTimer(warmup_steps=-1)
@@ -161,6 +174,14 @@ def test_benchmark_is_on_while_profiling_and_callbacks_are_not_step_time(clock, 
             p.step(num_samples=2)
     assert p.step_info() == "reader_cost: 0.00000 s batch_cost: 0.01000 s ips: 200.000 samples/s"
     assert "Perf Summary" in capsys.readouterr().out
+
+
+def test_wrap_dataloader_refuses_a_name_that_is_not_a_str_when_called():
+    # It used to fail only at the first batch, naming dataloader_range.
+    for bad in (3, b"fetch", ["fetch"]):
+        with pytest.raises(TypeError, match="profkit.wrap_dataloader: name must be a str"):
+            wrap_dataloader(range(3), name=bad)
+    assert list(wrap_dataloader(range(3), name="")) == [0, 1, 2]  # empty: the default name
 
 
 def test_reader_cost_from_wrap_dataloader():
