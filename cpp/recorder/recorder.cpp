@@ -360,7 +360,10 @@ std::unique_ptr<Result> Recorder::collect() {
     tb.reported_dropped = dropped;
     tb.reported_unmatched = unmatched;
     tb.reported_overflowed = overflowed;
-    if (!finished && window_uncollected && tb.window() == last_window_) {
+    // A thread that exited with events open counts too (its buffer goes
+    // away after this drain, so it is counted once): whether the exit was
+    // seen before this collect is a race with the thread's TLS destructors.
+    if (window_uncollected && tb.window() == last_window_) {
       totals.unfinished_events += std::min<uint32_t>(tb.open_depth(), ThreadBuffer::kMaxDepth);
     }
     return finished;

@@ -234,6 +234,21 @@ TEST_F(RecorderTest, OpenEventsAreReportedUnfinishedOncePerWindow) {
   EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
 }
 
+TEST_F(RecorderTest, EventsLeftOpenByAThreadThatExitedAreReportedUnfinished) {
+  const pk_name_id name = pk_intern("never ended");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread([name] {
+    pk_begin_event(name, PK_EVENT_USER_DEFINED);
+    pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  }).join();  // the thread's buffer is marked exited before join() returns
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_TRUE(events_of(r.get()).empty());
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 2u);
+  ResultPtr again = collect();  // its buffer is gone: not reported twice
+  EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
+}
+
 TEST_F(RecorderTest, CollectingWhileRecordingSplitsWithoutLossOrDuplicates) {
   const pk_name_id name = pk_intern("tick");
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);

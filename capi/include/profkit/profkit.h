@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 11
+#define PK_API_VERSION_MINOR 12
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
