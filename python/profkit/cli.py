@@ -89,7 +89,9 @@ def _build_parser() -> argparse.ArgumentParser:
     summary.add_argument(
         "--json", action="store_true", help="print the tables' rows (with --ranks: the per-rank figures) as JSON"
     )
-    summary.add_argument("--sorted-by", default="CPUTotal", choices=[k.name for k in SortedKeys])
+    summary.add_argument(
+        "--sorted-by", choices=[k.name for k in SortedKeys], help="operator table order (default CPUTotal)"
+    )
     summary.add_argument("--time-unit", default="ms", choices=["s", "ms", "us", "ns"])
     summary.add_argument(
         "--views",
@@ -194,7 +196,7 @@ def _summary(args: argparse.Namespace) -> None:
     result = load_profiler_result(args.files[0])
     views = [SummaryView[v] for values in args.views for v in values] if args.views else None
     options = dict(
-        sorted_by=SortedKeys[args.sorted_by],
+        sorted_by=SortedKeys[args.sorted_by or "CPUTotal"],
         op_detail=not args.no_op_detail,
         thread_sep=args.thread_sep,
         time_unit=args.time_unit,
@@ -208,9 +210,28 @@ def _summary(args: argparse.Namespace) -> None:
         print(result.summary(**options))
 
 
+# The summary tables' options, which the cross-rank view has no use for.
+_TABLE_OPTIONS = {
+    "sorted_by": "--sorted-by",
+    "views": "--views",
+    "no_op_detail": "--no-op-detail",
+    "thread_sep": "--thread-sep",
+    "row_limit": "--row-limit",
+}
+
+
 def _summary_ranks(args: argparse.Namespace) -> None:
     from .cross_rank import cross_rank_summary
     from .merge import parse_merge_inputs
+
+    # Refused rather than ignored: a user who asked for them would otherwise
+    # read the cross-rank view as if they had applied.
+    given = [flag for attr, flag in _TABLE_OPTIONS.items() if getattr(args, attr) not in (None, False)]
+    if given:
+        raise _UsageError(
+            f"summary --ranks prints one row per rank and takes none of the tables' options ({', '.join(given)}); "
+            "only --time-unit and --json apply. Give one FILE without --ranks for the tables."
+        )
 
     pairs = parse_merge_inputs(args.files)
     with warnings.catch_warnings(record=True) as caught:

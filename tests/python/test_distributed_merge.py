@@ -344,6 +344,19 @@ def test_cli_summary_ranks(tmp_path, capsys):
     assert "--ranks" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "option", [["--views", "OperatorView"], ["--sorted-by", "CPUAvg"], ["--no-op-detail"], ["--thread-sep"],
+               ["--row-limit", "3"]]
+)
+def test_cli_summary_ranks_refuses_the_tables_options(tmp_path, capsys, option):
+    r0 = saved(record_window(0, 2), tmp_path / "r0.pktrace")
+    r1 = saved(record_window(1, 2), tmp_path / "r1.pktrace")
+    # The cross-rank view has no tables to apply them to: refused, not ignored.
+    assert cli.main(["summary", "--ranks", r0, r1, *option]) == 2
+    captured = capsys.readouterr()
+    assert option[0] in captured.err and "--time-unit and --json" in captured.err and captured.out == ""
+
+
 # ---- which file is what ----------------------------------------------------------
 
 
