@@ -11,14 +11,57 @@ namespace profkit {
 
 namespace {
 constexpr uint32_t kPhases[] = {PK_EVENT_DATALOADER, PK_EVENT_FORWARD, PK_EVENT_BACKWARD, PK_EVENT_OPTIMIZATION};
+
+constexpr uint32_t kPhaseBits = type_bit(PK_EVENT_DATALOADER) | type_bit(PK_EVENT_FORWARD) |
+                                type_bit(PK_EVENT_BACKWARD) | type_bit(PK_EVENT_OPTIMIZATION);
+
+// A mask test, not a search: it runs once per host event.
+bool is_phase(uint8_t type) noexcept { return type < 32 && (kPhaseBits >> type) & 1u; }
+
 }  // namespace
 
 ModelTable::ModelTable(const SummaryContext& context) : context_(context) {
-  // One Call per step and phase event, counted already: no regrowth (which
-  // would hold two copies at once).
-  size_t calls = context.host_calls[PK_EVENT_PROFILE_STEP];
-  for (uint32_t type : kPhases) calls += context.host_calls[type];
-  calls_.reserve(calls);
+  size_t phases = 0;
+  for (uint32_t type : kPhases) phases += context.host_calls[type];
+  if (context.host_calls[PK_EVENT_PROFILE_STEP] + phases == 0) return;  // an empty table: nothing to find
+  find_calls();
+}
+
+// The walk visits the same events in the same order (thread by thread, each
+// in index order), so the n-th step or phase it opens is the n-th found here.
+void ModelTable::find_calls() {
+  const Result& r = *context_.result;
+  // Counted already: no regrowth (which would hold two copies at once).
+  steps_.reserve(context_.host_calls[PK_EVENT_PROFILE_STEP]);
+  size_t phases = 0;
+  for (uint32_t type : kPhases) phases += context_.host_calls[type];
+  phases_.reserve(phases);
+  thread_records_loop_.assign(r.threads.size(), 0);
+  bool thread_without_loop = false;
+  for (size_t t = 0; t < r.threads.size(); ++t) {
+    const ThreadRecord& thread = r.threads[t];
+    const uint64_t end = std::min<uint64_t>(thread.first_event + thread.event_count, r.host_events.size());
+    const size_t first_phase = phases_.size();
+    bool has_steps = false;
+    for (uint64_t i = thread.first_event; i < end; ++i) {
+      const pk_host_event& e = r.host_events[i];
+      if (e.type == PK_EVENT_PROFILE_STEP) {
+        steps_.push_back({e.start_ns, e.end_ns, 0, e.type, true});
+        has_steps = true;
+      } else if (is_phase(e.type)) {
+        phases_.push_back({e.start_ns, e.end_ns, 0, e.type, false});
+      }
+    }
+    for (size_t i = first_phase; i < phases_.size(); ++i) phases_[i].on_step_thread = has_steps;
+    thread_records_loop_[t] = has_steps || phases_.size() > first_phase;
+    thread_without_loop |= thread_records_loop_[t] == 0 && thread.first_event < end;
+  }
+  // Without a thread that records no loop, no launch is found a phase by
+  // time: count each phase as it closes instead of keeping millions.
+  keep_phases_ = thread_without_loop && !phases_.empty();
+  if (!keep_phases_) std::vector<Call>().swap(phases_);
+  if (context_.has_steps) steps_by_time_.set_calls(&steps_);
+  if (keep_phases_) phases_by_time_.set_calls(&phases_);
 }
 
 uint32_t ModelTable::type_mask() const {
@@ -27,125 +70,141 @@ uint32_t ModelTable::type_mask() const {
   return mask;
 }
 
-void ModelTable::begin_thread(size_t /*thread*/) {
-  thread_first_call_ = calls_.size();
-  open_steps_ = open_phases_ = 0;
-  thread_has_steps_ = thread_records_loop_ = false;
-  thread_unphased_.clear();
+void ModelTable::begin_thread(size_t thread) {
+  open_calls_.clear();
+  open_steps_ = 0;
+  // A thread that records the loop keeps its launches outside the phases
+  // ("Others"), even while another thread's phase is open.
+  thread_records_loop_now_ = thread >= thread_records_loop_.size() || thread_records_loop_[thread] != 0;
+  steps_by_time_.begin_thread();
+  phases_by_time_.begin_thread();
 }
 
 void ModelTable::on_open(const OpenStack& stack) {
-  const bool step = stack.back().type == PK_EVENT_PROFILE_STEP;
-  ++(step ? open_steps_ : open_phases_);
-  thread_has_steps_ |= step;
-  // The thread records the loop itself: its launches outside the phases are
-  // "Others", not another thread's phase.
-  thread_records_loop_ = true;
-  thread_unphased_.clear();
+  Call* call = nullptr;
+  if (stack.back().type == PK_EVENT_PROFILE_STEP) {
+    ++open_steps_;
+    if (next_step_ < steps_.size()) call = &steps_[next_step_++];
+  } else if (keep_phases_ && next_phase_ < phases_.size()) {
+    call = &phases_[next_phase_++];
+  }
+  open_calls_.push_back(call);
 }
 
 void ModelTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
+  Call* call = open_calls_.back();
+  open_calls_.pop_back();
+  if (closed.type == PK_EVENT_PROFILE_STEP) --open_steps_;
+  if (call != nullptr) {
+    call->gpu_ns += closed.gpu_ns;  // on top of what launches on other threads found for it
+    return;
+  }
   const pk_host_event& e = context_.result->host_events[closed.index];
-  const bool step = closed.type == PK_EVENT_PROFILE_STEP;
-  --(step ? open_steps_ : open_phases_);
-  calls_.push_back({e.start_ns, e.end_ns, closed.gpu_ns, closed.type, false});
+  CallStats& s = counted_[closed.type];
+  ++s.calls;
+  s.cpu.add(duration_ns(e.start_ns, e.end_ns));
+  s.gpu.add(closed.gpu_ns);
 }
 
 void ModelTable::on_launch(const OpenStack& /*stack*/, const LaunchedWork& work) {
-  const Launch launch{context_.result->host_events[work.host_event].start_ns, work.duration_ns};
-  if (open_steps_ == 0 && context_.has_steps) unstepped_.push_back(launch);
-  if (!thread_records_loop_) thread_unphased_.push_back(launch);
+  const bool by_step_time = open_steps_ == 0;
+  const bool by_phase_time = !thread_records_loop_now_;
+  if (!by_step_time && !by_phase_time) return;
+  const uint64_t time_ns = context_.result->host_events[work.host_event].start_ns;
+  if (by_step_time) steps_by_time_.add(time_ns, work.duration_ns);
+  if (by_phase_time) phases_by_time_.add(time_ns, work.duration_ns);
 }
 
 void ModelTable::end_thread(size_t /*thread*/) {
-  if (thread_has_steps_) {
-    for (size_t i = thread_first_call_; i < calls_.size(); ++i) calls_[i].on_step_thread = true;
-  }
-  unphased_.insert(unphased_.end(), thread_unphased_.begin(), thread_unphased_.end());
-  thread_unphased_.clear();
-  // One run per thread: the sweep in table() goes over each in time order.
-  if (unstepped_run_ends_.empty() || unstepped_run_ends_.back() != unstepped_.size()) {
-    unstepped_run_ends_.push_back(unstepped_.size());
-  }
-  if (unphased_run_ends_.empty() || unphased_run_ends_.back() != unphased_.size()) {
-    unphased_run_ends_.push_back(unphased_.size());
-  }
+  steps_by_time_.end_thread();
+  phases_by_time_.end_thread();
 }
 
-namespace {
-
-// Adds each launch's duration to the call of `calls` open at its launch time
-// that `prefer(a, b)` ranks first among those that pass `eligible`.
-// `launches` holds one run per thread (`run_ends`), each in time order (a
-// thread's launching events are in start order), so each run is one sweep
-// over the calls in start order: nothing is copied or sorted but the calls'
-// order. The set of calls open at once stays small (a step and a phase or two
-// per thread).
-template <typename Call, typename Launch, typename Eligible, typename Prefer>
-void add_by_launch_time(const std::vector<Call>& calls, const std::vector<Launch>& launches,
-                        const std::vector<size_t>& run_ends, Eligible eligible, Prefer prefer,
-                        std::vector<uint64_t>& gpu) {
-  if (launches.empty()) return;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    if (eligible(calls[i])) order.push_back(i);
-  }
-  if (order.empty()) return;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return calls[a].start_ns < calls[b].start_ns; });
-  auto by_time = [](const Launch& a, const Launch& b) { return a.time_ns < b.time_ns; };
-  std::vector<size_t> open;
-  std::vector<Launch> unsorted_run;  // only for a damaged Result
-  size_t run_begin = 0;
-  for (size_t run_end : run_ends) {
-    const Launch* first = launches.data() + run_begin;
-    const Launch* last = launches.data() + run_end;
-    run_begin = run_end;
-    if (!std::is_sorted(first, last, by_time)) {
-      unsorted_run.assign(first, last);
-      std::sort(unsorted_run.begin(), unsorted_run.end(), by_time);
-      first = unsorted_run.data();
-      last = first + unsorted_run.size();
-    }
-    open.clear();
-    size_t next = 0;
-    for (const Launch* l = first; l != last; ++l) {
-      while (next < order.size() && calls[order[next]].start_ns <= l->time_ns) open.push_back(order[next++]);
-      open.erase(std::remove_if(open.begin(), open.end(), [&](size_t i) { return calls[i].end_ns <= l->time_ns; }),
-                 open.end());
-      if (open.empty()) continue;
-      size_t best = open.front();
-      for (size_t i : open) {
-        if (prefer(calls[i], calls[best])) best = i;
-      }
-      gpu[best] += l->duration_ns;
-    }
-  }
+void ModelTable::LaunchTimeAttribution::set_calls(std::vector<Call>* calls) {
+  calls_ = calls;
+  by_start_.resize(calls->size());
+  for (size_t i = 0; i < by_start_.size(); ++i) by_start_[i] = i;
+  // Equal starts in the order found, so that attribute() can give a tie to
+  // the call found last: of nested calls that start together, the inner.
+  std::sort(by_start_.begin(), by_start_.end(), [calls](size_t a, size_t b) {
+    const uint64_t sa = (*calls)[a].start_ns, sb = (*calls)[b].start_ns;
+    return sa != sb ? sa < sb : a < b;
+  });
 }
 
-}  // namespace
+void ModelTable::LaunchTimeAttribution::restart() {
+  next_ = 0;
+  open_.clear();
+  winner_until_ns_ = 0;
+}
 
-std::vector<uint64_t> ModelTable::gpu_by_launch_time() const {
-  std::vector<uint64_t> gpu(calls_.size(), 0);
-  auto is_step = [](const Call& c) { return c.type == PK_EVENT_PROFILE_STEP; };
-  auto is_phase = [](const Call& c) { return c.type != PK_EVENT_PROFILE_STEP; };
-  auto later = [](const Call& a, const Call& b) { return a.start_ns > b.start_ns; };
-  auto on_step_thread_then_later = [](const Call& a, const Call& b) {
-    return a.on_step_thread != b.on_step_thread ? a.on_step_thread : a.start_ns > b.start_ns;
-  };
-  add_by_launch_time(calls_, unstepped_, unstepped_run_ends_, is_step, later, gpu);
-  add_by_launch_time(calls_, unphased_, unphased_run_ends_, is_phase, on_step_thread_then_later, gpu);
-  return gpu;
+void ModelTable::LaunchTimeAttribution::begin_thread() {
+  restart();
+  last_time_ns_ = 0;
+  out_of_order_ = false;
+}
+
+void ModelTable::LaunchTimeAttribution::add(uint64_t time_ns, uint64_t duration_ns) {
+  if (by_start_.empty()) return;
+  // A thread's launching events are in start order in a well-formed Result.
+  // Going back in time would need calls the sweep has already dropped, so
+  // the rest of this thread waits, sorted, for end_thread().
+  if (out_of_order_ || time_ns < last_time_ns_) {
+    out_of_order_ = true;
+    out_of_order_launches_.push_back({time_ns, duration_ns});
+    return;
+  }
+  last_time_ns_ = time_ns;
+  attribute(time_ns, duration_ns);
+}
+
+void ModelTable::LaunchTimeAttribution::end_thread() {
+  if (out_of_order_launches_.empty()) return;
+  std::stable_sort(out_of_order_launches_.begin(), out_of_order_launches_.end(),
+                   [](const Launch& a, const Launch& b) { return a.time_ns < b.time_ns; });
+  restart();
+  for (const Launch& l : out_of_order_launches_) attribute(l.time_ns, l.duration_ns);
+  out_of_order_launches_.clear();
+}
+
+void ModelTable::LaunchTimeAttribution::attribute(uint64_t time_ns, uint64_t duration_ns) {
+  // Launches come by the hundred between two changes of the open set.
+  if (time_ns < winner_until_ns_) {
+    if (winner_ != kNone) (*calls_)[winner_].gpu_ns += duration_ns;
+    return;
+  }
+  const std::vector<Call>& calls = *calls_;
+  while (next_ < by_start_.size() && calls[by_start_[next_]].start_ns <= time_ns) open_.push_back(by_start_[next_++]);
+  open_.erase(std::remove_if(open_.begin(), open_.end(), [&](size_t i) { return calls[i].end_ns <= time_ns; }),
+              open_.end());
+  // The open set, and so the winner, stays until a call starts or ends.
+  winner_until_ns_ = next_ < by_start_.size() ? calls[by_start_[next_]].start_ns : UINT64_MAX;
+  winner_ = kNone;
+  for (size_t i : open_) {
+    winner_until_ns_ = std::min(winner_until_ns_, calls[i].end_ns);
+    // On a thread that records steps first (every step is), then the latest
+    // to start; among equals, the last in start order (see set_calls).
+    const Call& a = calls[i];
+    if (winner_ == kNone) {
+      winner_ = i;
+    } else if (const Call& b = calls[winner_];
+               a.on_step_thread != b.on_step_thread ? a.on_step_thread : a.start_ns >= b.start_ns) {
+      winner_ = i;
+    }
+  }
+  if (winner_ != kNone) (*calls_)[winner_].gpu_ns += duration_ns;
 }
 
 SummaryTable ModelTable::table() const {
   const SummaryContext& c = context_;
-  std::array<CallStats, PK_EVENT_TYPE_COUNT> by_type{};
-  const std::vector<uint64_t> launched_elsewhere = gpu_by_launch_time();
-  for (size_t i = 0; i < calls_.size(); ++i) {
-    CallStats& s = by_type[calls_[i].type];
-    ++s.calls;
-    s.cpu.add(duration_ns(calls_[i].start_ns, calls_[i].end_ns));
-    s.gpu.add(calls_[i].gpu_ns + launched_elsewhere[i]);
+  std::array<CallStats, PK_EVENT_TYPE_COUNT> by_type = counted_;
+  for (const std::vector<Call>* calls : {&steps_, &phases_}) {
+    for (const Call& call : *calls) {
+      CallStats& s = by_type[call.type];
+      ++s.calls;
+      s.cpu.add(duration_ns(call.start_ns, call.end_ns));
+      s.gpu.add(call.gpu_ns);
+    }
   }
   SummaryTable t(SummaryView::kModel, "Model Summary", "Name");
   t.nested = true;

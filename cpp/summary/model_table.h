@@ -10,8 +10,15 @@
 // the launching thread. Work launched from a thread that records no phase or
 // step of its own (PyTorch's autograd device threads run every CUDA backward
 // operator) belongs to the phase open at launch time, preferring the threads
-// that record steps; work launched outside any step on its own thread belongs
-// to the step open at launch time on any thread.
+// that record steps, then the latest to start; work launched outside any
+// step on its own thread belongs to the step open at launch time on any
+// thread (the latest to start). Of calls that start together, the one found
+// last in thread and event order wins: of two nested ones, the inner.
+//
+// The steps and phases are found first, in one pass over the host events
+// when the table is made, so that each launch is attributed as the walk
+// meets it: no launch is kept (except, on a damaged Result, those of a
+// thread whose events are out of time order).
 //
 // Thread-safety: a walk visitor, then a pure table() call.
 #pragma once
@@ -29,6 +36,7 @@ namespace profkit {
 
 class ModelTable : public HostEventVisitor {
  public:
+  // Reads every host event once (see above).
   explicit ModelTable(const SummaryContext& context);
   uint32_t type_mask() const override;
   void begin_thread(size_t thread) override;
@@ -44,34 +52,67 @@ class ModelTable : public HostEventVisitor {
   struct Call {
     uint64_t start_ns;
     uint64_t end_ns;
-    uint64_t gpu_ns;  // launched under it on its own thread
+    uint64_t gpu_ns;  // launched under it on its own thread, or found for it by launch time
     uint8_t type;
     bool on_step_thread;  // its thread records ProfileSteps
   };
-  // GPU work whose call is found by launch time.
-  struct Launch {
-    uint64_t time_ns;  // start of the launching host event
-    uint64_t duration_ns;
+
+  // Finds, for each launch time of one thread at a time, the call open then
+  // that ranks first (on a step thread, then the latest to start), and adds
+  // the launch to it. Launches in time order cost a sweep over the calls in
+  // start order (the set open at once stays small: a step and a phase or
+  // two per thread); the rest of a thread that goes back in time is kept and
+  // swept sorted at the end of the thread.
+  class LaunchTimeAttribution {
+   public:
+    // `calls` must not grow while this is used.
+    void set_calls(std::vector<Call>* calls);
+    void begin_thread();
+    void add(uint64_t time_ns, uint64_t duration_ns);
+    void end_thread();
+
+   private:
+    struct Launch {
+      uint64_t time_ns;
+      uint64_t duration_ns;
+    };
+    static constexpr size_t kNone = SIZE_MAX;
+    // Sweeps on to `time_ns` and adds the launch to the call that wins then.
+    void attribute(uint64_t time_ns, uint64_t duration_ns);
+    // Back to before the first call, for launches from an earlier time.
+    void restart();
+
+    std::vector<Call>* calls_ = nullptr;
+    std::vector<size_t> by_start_;  // indices into *calls_
+    size_t next_ = 0;               // the first of by_start_ not yet opened
+    std::vector<size_t> open_;      // in start order
+    size_t winner_ = kNone;         // of open_, until winner_until_ns_
+    uint64_t winner_until_ns_ = 0;  // the next start or end: open_ changes then
+    uint64_t last_time_ns_ = 0;
+    bool out_of_order_ = false;
+    std::vector<Launch> out_of_order_launches_;  // only on a damaged Result
   };
 
-  // Per call, the GPU time launched on other threads that belongs to it.
-  std::vector<uint64_t> gpu_by_launch_time() const;
+  void find_calls();
 
   const SummaryContext& context_;
-  std::vector<Call> calls_;
-  std::vector<Launch> unstepped_;  // launched outside any step on their thread
-  std::vector<Launch> unphased_;   // launched on threads with no step or phase
-  // Where each thread's launches end in the two lists above.
-  std::vector<size_t> unstepped_run_ends_;
-  std::vector<size_t> unphased_run_ends_;
+  std::vector<Call> steps_;
+  // Phases are kept only when a thread that records no step or phase might
+  // launch work they own; otherwise each is counted as it closes.
+  std::vector<Call> phases_;
+  bool keep_phases_ = false;
+  std::array<CallStats, PK_EVENT_TYPE_COUNT> counted_{};  // calls not kept
+  std::vector<uint8_t> thread_records_loop_;              // per thread: a step or phase event
+  LaunchTimeAttribution steps_by_time_;                   // for launches outside any step on their thread
+  LaunchTimeAttribution phases_by_time_;                  // for launches on threads that record no loop
 
-  // The thread being walked.
-  size_t thread_first_call_ = 0;
+  // The walk: the next call of each list to open (calls are found in walk
+  // order), and the stack of open ones (nullptr: not kept).
+  size_t next_step_ = 0;
+  size_t next_phase_ = 0;
+  std::vector<Call*> open_calls_;
   uint32_t open_steps_ = 0;
-  uint32_t open_phases_ = 0;
-  bool thread_has_steps_ = false;
-  bool thread_records_loop_ = false;  // it has a step or phase event (so far)
-  std::vector<Launch> thread_unphased_;
+  bool thread_records_loop_now_ = false;  // the thread being walked
 };
 
 }  // namespace profkit

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "summary_builder.h"
 
@@ -126,6 +128,90 @@ TEST(SummaryModel, PhaseThreadsKeepTheirLaunchesAndStepsCountEveryThread) {
   EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 30);
   EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 60);
   EXPECT_EQ(value(t, "Others", "GPU Total"), 10);
+}
+
+// Consecutive launches of one helper thread: each finds the calls open at
+// its own time, also exactly when one starts or ends (a call is open from
+// its start up to, not including, its end).
+TEST(SummaryModel, EachLaunchFindsTheCallsOpenAtItsOwnTime) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 500).step(1, 1, 500, 1000);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 100, 900);
+  b.event(1, "prefetch", PK_EVENT_DATALOADER, 500, 700);  // nested, starts later
+  b.launch(2, 200, 205, 1);
+  b.kernel("k_a", 210, 213, 1);  // 3 ns: Backward, step 0
+  b.launch(2, 500, 505, 2);
+  b.kernel("k_b", 510, 515, 2);  // 5 ns: Dataloader (it starts now), step 1
+  b.launch(2, 700, 705, 3);
+  b.kernel("k_c", 710, 721, 3);  // 11 ns: Backward (the Dataloader has ended), step 1
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 14);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 5);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Max"), 16);  // step 1
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Min"), 3);   // step 0
+}
+
+// Threads are walked in tid order, so a launching thread can come before
+// the thread that records the loop: its launches still find their calls.
+TEST(SummaryModel, AHelperThreadWalkedBeforeTheLoopThreadFindsItsCalls) {
+  TraceBuilder b;
+  b.step(9, 0, 0, 1000);
+  b.event(9, "backward", PK_EVENT_BACKWARD, 100, 900);
+  b.launch(1, 200, 210, 1);
+  b.kernel("k_bwd", 220, 245, 1);  // 25 ns
+  auto r = b.build();
+  ASSERT_EQ(r->threads.front().tid, 1u);  // the helper is walked first
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 25);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 25);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 0);
+}
+
+// Two calls open at a launch that start at the same time: the one found
+// last wins, which for nested calls is the inner one.
+TEST(SummaryModel, OfNestedCallsThatStartTogetherTheInnerHasTheLaunch) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 100, 500);
+  b.event(1, "prefetch", PK_EVENT_DATALOADER, 100, 300);  // nested, same start
+  b.launch(2, 200, 210, 1);
+  b.kernel("k", 220, 231, 1);  // 11 ns
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 11);
+  EXPECT_EQ(value(t, "Forward", "GPU Total"), 0);
+}
+
+// A damaged Result (a thread's events out of time order: a hand-edited or
+// badly merged file): launches that go back in time on their thread still
+// find the step and phase open at their launch time.
+TEST(SummaryModel, LaunchesOutOfTimeOrderOnTheirThreadStillFindTheirCalls) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 500).step(1, 1, 500, 1000);
+  b.event(1, "forward", PK_EVENT_FORWARD, 0, 400);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 500, 900);
+  b.launch(2, 100, 110, 1);
+  b.kernel("k_a", 120, 127, 1);  // 7 ns
+  b.launch(2, 800, 810, 2);
+  b.kernel("k_b", 820, 850, 2);  // 30 ns
+  b.launch(2, 850, 860, 3);
+  b.kernel("k_c", 870, 872, 3);  // 2 ns
+  auto r = b.build();
+  // Swap the times of the helper's first two launches: the walk meets the
+  // launch of k_a at 800, then that of k_b at 100, then k_c's at 850.
+  const profkit::ThreadRecord& helper = r->threads[1];
+  ASSERT_EQ(helper.event_count, 3u);
+  std::vector<pk_host_event> events(r->host_events.data(), r->host_events.data() + r->host_events.size());
+  std::swap(events[helper.first_event].start_ns, events[helper.first_event + 1].start_ns);
+  std::swap(events[helper.first_event].end_ns, events[helper.first_event + 1].end_ns);
+  r->host_events = profkit::Column<pk_host_event>(std::move(events));
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Forward", "GPU Total"), 30);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 9);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 39);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Max"), 30);  // step 0
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Min"), 9);   // step 1
 }
 
 TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
