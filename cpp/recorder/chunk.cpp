@@ -71,6 +71,10 @@ Chunk* ChunkPool::take() noexcept {
   return c;
 }
 
+void ChunkPool::lock_for_fork() noexcept { g_pool_mutex.lock(); }
+
+void ChunkPool::unlock_after_fork() noexcept { g_pool_mutex.unlock(); }
+
 void ChunkPool::trim() noexcept {
   Chunk* list = nullptr;
   {

@@ -73,6 +73,9 @@ class ChunkPool {
   static Chunk* take() noexcept;
   // Frees every pooled chunk (profiling has closed).
   static void trim() noexcept;
+  // Held across fork() (see Recorder's fork handlers).
+  static void lock_for_fork() noexcept;
+  static void unlock_after_fork() noexcept;
 };
 
 // Bytes held by chunks, against the configurable cap (default 1 GiB).

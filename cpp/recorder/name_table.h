@@ -26,6 +26,9 @@ class NameTable {
   const char* lookup(uint32_t id) const noexcept;
   uint32_t length(uint32_t id) const noexcept;
   uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+  // Held across fork() (see Recorder's fork handlers).
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
 
  private:
   NameTable();

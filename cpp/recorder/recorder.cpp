@@ -1,5 +1,6 @@
 #include "recorder/recorder.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,6 +151,35 @@ class RecordConverter {
   uint32_t thread_;
 };
 
+}  // namespace
+
+// fork() copies only the calling thread: a lock another thread held at that
+// moment (a collect or a state change in progress, a thread interning a name,
+// refilling its buffer or recording for the first time) stayed held for ever
+// in the child, whose next pk_collect, pk_set_state, pk_intern or record then
+// hung -- a data-loader worker forked from a recording process, say. The
+// handlers take the locks in the order the engine nests them (the recorder's,
+// the thread list's and the buffers' names, the chunk pool's, the name
+// table's), so fork() waits for such a section to end instead. A state
+// listener must therefore not call fork() (it runs under the recorder's lock,
+// like the calls its comment already forbids).
+void Recorder::prepare_fork() noexcept {
+  instance().mutex_.lock();
+  ThreadRegistry::instance().lock_for_fork();
+  ChunkPool::lock_for_fork();
+  NameTable::instance().lock_for_fork();
+}
+
+void Recorder::after_fork() noexcept {
+  NameTable::instance().unlock_after_fork();
+  ChunkPool::unlock_after_fork();
+  ThreadRegistry::instance().unlock_after_fork();
+  instance().mutex_.unlock();
+}
+
+namespace {
+[[maybe_unused]] const int g_fork_handlers =
+    pthread_atfork(&Recorder::prepare_fork, &Recorder::after_fork, &Recorder::after_fork);
 }  // namespace
 
 Recorder& Recorder::instance() {

@@ -46,6 +46,12 @@ class Recorder {
   uint64_t add_state_listener(pk_state_listener listener, void* user_data);
   void remove_state_listener(uint64_t handle);
 
+  // pthread_atfork handlers: every engine lock is taken before fork() and
+  // released after it in parent and child, so that the child never inherits
+  // a lock that a thread which does not exist there was holding.
+  static void prepare_fork() noexcept;
+  static void after_fork() noexcept;
+
   // Unmatched ends on threads that never recorded (they have no buffer).
   PK_COLD static void count_unmatched_without_buffer() noexcept;
   static uint64_t unmatched_without_buffer_total() noexcept;

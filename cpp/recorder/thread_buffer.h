@@ -192,6 +192,9 @@ class alignas(64) ThreadBuffer {
   uint64_t tid() const noexcept { return tid_; }
   void set_name(const std::string& name);
   std::string name() const;
+  // Held across fork() (see Recorder's fork handlers).
+  void lock_name_for_fork() const { name_mutex_.lock(); }
+  void unlock_name_after_fork() const { name_mutex_.unlock(); }
   bool exited() const noexcept { return exited_.load(std::memory_order_acquire); }
   uint32_t open_depth() const noexcept { return depth_.load(std::memory_order_relaxed); }
   uint32_t window() const noexcept { return window_snapshot_.load(std::memory_order_relaxed); }

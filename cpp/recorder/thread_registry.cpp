@@ -21,6 +21,16 @@ void ThreadRegistry::retire(ThreadBuffer* buffer) {
   delete buffer;
 }
 
+void ThreadRegistry::lock_for_fork() {
+  mutex_.lock();
+  for (const ThreadBuffer* b : buffers_) b->lock_name_for_fork();
+}
+
+void ThreadRegistry::unlock_after_fork() {
+  for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) (*it)->unlock_name_after_fork();
+  mutex_.unlock();
+}
+
 CounterTotals ThreadRegistry::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CounterTotals t = retired_;

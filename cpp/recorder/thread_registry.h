@@ -46,6 +46,11 @@ class ThreadRegistry {
   // Counters summed over live and retired buffers.
   CounterTotals totals() const;
 
+  // Held across fork() (see Recorder's fork handlers): the list's lock, then
+  // every buffer's name lock (the collector reads names under the list's).
+  void lock_for_fork();
+  void unlock_after_fork();
+
  private:
   ThreadRegistry() = default;
   void retire(ThreadBuffer* buffer);

@@ -1,8 +1,13 @@
 // Recording through the C ABI: nesting, threads, windows, steps, the memory
 // cap and every counted failure.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -655,6 +660,61 @@ TEST_F(RecorderTest, StateListenersSeeEveryTransitionFromClosed) {
   EXPECT_NE(std::string(pk_last_error()).find("removed twice"), std::string::npos);
   EXPECT_EQ(pk_add_state_listener(nullptr, nullptr, &h1), PK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(pk_add_state_listener(remember, nullptr, nullptr), PK_ERR_INVALID_ARGUMENT);
+}
+
+// A listener that holds up the state change (and so the engine's lock) for a
+// while, so that another thread can fork meanwhile.
+struct SlowListener {
+  std::atomic<bool> inside{false};
+};
+
+void slow_listener(pk_state, pk_state to, void* user_data) {
+  auto* slow = static_cast<SlowListener*>(user_data);
+  if (to != PK_STATE_RECORD) return;
+  slow->inside.store(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+// A framework's data-loader workers fork from a process that records on
+// several threads. A fork while another thread held one of the engine's
+// locks (here: a state change in progress) left the lock held for ever in
+// the child, whose first pk_collect / pk_set_state / pk_intern hung.
+TEST_F(RecorderTest, ForkWhileAnotherThreadHoldsTheEngineLockLeavesTheChildUsable) {
+  SlowListener slow;
+  uint64_t handle = 0;
+  ASSERT_EQ(pk_add_state_listener(slow_listener, &slow, &handle), PK_OK);
+  std::thread changer([] { pk_set_state(PK_STATE_RECORD); });
+  while (!slow.inside.load()) std::this_thread::yield();
+  // The child answers through a pipe, not its exit status: under
+  // ThreadSanitizer a child of a threaded process exits with 66 (a "thread
+  // leak": the parent's other thread, which the child does not have).
+  int answer[2];
+  ASSERT_EQ(pipe(answer), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(answer[0]);
+    alarm(10);  // a hang ends the child with SIGALRM
+    pk_begin_event_str("in the child", PK_EVENT_USER_DEFINED);
+    pk_end_event();
+    pk_result* r = nullptr;
+    const bool ok = pk_collect(&r) == PK_OK && pk_set_state(PK_STATE_CLOSED) == PK_OK &&
+                    pk_intern("a name first seen in the child") != 0;
+    pk_result_release(r);
+    const char verdict = ok ? 'y' : 'n';
+    _exit(write(answer[1], &verdict, 1) == 1 ? 0 : 1);
+  }
+  close(answer[1]);
+  char verdict = 0;
+  const ssize_t got = read(answer[0], &verdict, 1);  // 0: the child died first
+  close(answer[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  changer.join();
+  ASSERT_EQ(pk_remove_state_listener(handle), PK_OK);
+  EXPECT_FALSE(WIFSIGNALED(status)) << "the child hung (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+  EXPECT_EQ(got, 1);
+  EXPECT_EQ(verdict, 'y') << "a call in the child failed";
 }
 
 }  // namespace

@@ -273,7 +273,8 @@ PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
  * so every listener sees a sequence of transitions that starts from CLOSED).
  * It runs on the thread that changed the state while state changes are
  * serialized: it must return quickly and must not call pk_set_state,
- * pk_collect, pk_step* or pk_add/remove_state_listener (that would deadlock). */
+ * pk_collect, pk_step* or pk_add/remove_state_listener, nor fork() (since
+ * 1.12 fork() waits for the engine's locks; that would deadlock). */
 typedef void (*pk_state_listener)(pk_state from, pk_state to, void* user_data);
 
 /* Registers `listener` (with `user_data`, passed back unchanged) and stores a
