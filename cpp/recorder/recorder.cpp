@@ -1,6 +1,7 @@
 #include "recorder/recorder.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,16 +171,56 @@ void Recorder::prepare_fork() noexcept {
   NameTable::instance().lock_for_fork();
 }
 
-void Recorder::after_fork() noexcept {
+void Recorder::unlock_after_fork() noexcept {
   NameTable::instance().unlock_after_fork();
   ChunkPool::unlock_after_fork();
   ThreadRegistry::instance().unlock_after_fork();
   instance().mutex_.unlock();
 }
 
+void Recorder::after_fork_in_parent() noexcept { unlock_after_fork(); }
+
+void Recorder::after_fork_in_child() noexcept {
+  unlock_after_fork();
+  try {
+    instance().start_afresh_in_forked_child();
+  } catch (...) {
+    // A lock that failed (std::system_error; nothing here allocates): the
+    // child keeps the parent's records, as before 1.13.
+  }
+}
+
+// The child is a new process whose only thread is the one that forked. What
+// the parent recorded before the fork is reported by the parent's collect;
+// reporting it again from the child would double it in any merge of the two
+// (a data-loader worker's trace and its trainer's, say). So the child keeps
+// none of it, and its collects and counters cover only its own life: its
+// thread id, its CPU time (which restarts at zero in a new process: the old
+// start snapshot made the CPU figure wrap), span index 0. Events open in the
+// forking thread stay open, since the child goes on from that point and ends
+// them, and so does a step in progress; they start at the fork.
+void Recorder::start_afresh_in_forked_child() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t now = read_ticks();
+  ThreadRegistry::instance().keep_only_in_forked_child(t_thread_buffer, static_cast<uint64_t>(syscall(SYS_gettid)),
+                                                       now);
+  g_unmatched_without_buffer.store(0, std::memory_order_relaxed);
+  g_unmatched_without_buffer_total.store(0, std::memory_order_relaxed);
+  capped_steps_.clear();
+  if (step_open_) step_start_ticks_ = std::max(step_start_ticks_, now);
+  span_index_ = 0;
+  span_end_ticks_ = 0;
+  span_start_ns_ = 0;
+  span_started_ = recording_window() != 0;
+  if (span_started_) {
+    span_start_ticks_ = now;
+    cpu_start_ = take_cpu_snapshot();
+  }
+}
+
 namespace {
 [[maybe_unused]] const int g_fork_handlers =
-    pthread_atfork(&Recorder::prepare_fork, &Recorder::after_fork, &Recorder::after_fork);
+    pthread_atfork(&Recorder::prepare_fork, &Recorder::after_fork_in_parent, &Recorder::after_fork_in_child);
 }  // namespace
 
 Recorder& Recorder::instance() {

@@ -48,9 +48,11 @@ class Recorder {
 
   // pthread_atfork handlers: every engine lock is taken before fork() and
   // released after it in parent and child, so that the child never inherits
-  // a lock that a thread which does not exist there was holding.
+  // a lock that a thread which does not exist there was holding. The child
+  // then starts afresh: see after_fork_in_child.
   static void prepare_fork() noexcept;
-  static void after_fork() noexcept;
+  static void after_fork_in_parent() noexcept;
+  static void after_fork_in_child() noexcept;
 
   // Unmatched ends on threads that never recorded (they have no buffer).
   PK_COLD static void count_unmatched_without_buffer() noexcept;
@@ -60,6 +62,8 @@ class Recorder {
   Recorder() = default;
   static bool is_recording(pk_state s) noexcept { return s == PK_STATE_RECORD || s == PK_STATE_RECORD_AND_RETURN; }
   void end_step_locked(uint64_t now_ticks, uint64_t num_samples);
+  static void unlock_after_fork() noexcept;
+  void start_afresh_in_forked_child();
 
   mutable std::mutex mutex_;
   std::atomic<int> state_{PK_STATE_CLOSED};

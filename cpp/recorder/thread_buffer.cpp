@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <new>
 
 #include "recorder/thread_registry.h"
@@ -117,6 +118,22 @@ void ThreadBuffer::on_thread_exit() noexcept {
     own_spares_ = next;
   }
   exited_.store(true, std::memory_order_release);
+}
+
+void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept {
+  drain(/*keep_spares=*/true, [](const RawRecord*, uint32_t) {});
+  const uint32_t open = std::min(depth_.load(std::memory_order_relaxed), kMaxDepth);
+  for (uint32_t i = 0; i < open; ++i) stack_[i].start = fork_ticks;
+  for (OwnerCounter* counter : {&recorded_events, &dropped_events, &unmatched_ends, &overflowed_events}) {
+    counter->reset();
+  }
+  collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
+  tid_ = tid;
+}
+
+void ThreadBuffer::abandon_in_forked_child() noexcept {
+  on_thread_exit();
+  drain(/*keep_spares=*/true, [](const RawRecord*, uint32_t) {});
 }
 
 void ThreadBuffer::set_name(const std::string& name) {

@@ -40,6 +40,7 @@ class OwnerCounter {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void reset() noexcept { value_.store(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<uint64_t> value_{0};
@@ -188,6 +189,17 @@ class alignas(64) ThreadBuffer {
   // ---- owner: lifecycle ----
   void on_thread_exit() noexcept;
 
+  // ---- in a fork()'s child, before it runs on (it has one thread) ----
+  // The forking thread's buffer: forgets what the parent recorded (it is in
+  // the parent's collect), counters included, and takes the child's thread
+  // id. Events open at the fork stay open, since the child goes on from there
+  // and ends them, but start at `fork_ticks`: before it was the parent's time.
+  void adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept;
+  // Any other thread's buffer: that thread does not exist in the child, so
+  // records and open events are dropped without a count, its memory goes
+  // back to the pool, and the registry deletes the buffer.
+  void abandon_in_forked_child() noexcept;
+
   // ---- collector side ----
   uint64_t tid() const noexcept { return tid_; }
   void set_name(const std::string& name);
@@ -231,7 +243,7 @@ class alignas(64) ThreadBuffer {
   ChunkStack spares_;
   std::atomic<bool> exited_{false};
 
-  const uint64_t tid_;
+  uint64_t tid_;  // changed only in a fork()'s child, which has no other thread
   mutable std::mutex name_mutex_;
   std::string name_;
 };

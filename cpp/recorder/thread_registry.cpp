@@ -31,6 +31,22 @@ void ThreadRegistry::unlock_after_fork() {
   mutex_.unlock();
 }
 
+void ThreadRegistry::keep_only_in_forked_child(ThreadBuffer* survivor, uint64_t tid, uint64_t fork_ticks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t kept = 0;
+  for (ThreadBuffer* b : buffers_) {
+    if (b == survivor) {
+      b->adopt_in_forked_child(tid, fork_ticks);
+      buffers_[kept++] = b;
+    } else {
+      b->abandon_in_forked_child();
+      delete b;
+    }
+  }
+  buffers_.resize(kept);
+  retired_ = CounterTotals{};
+}
+
 CounterTotals ThreadRegistry::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CounterTotals t = retired_;

@@ -50,6 +50,11 @@ class ThreadRegistry {
   // every buffer's name lock (the collector reads names under the list's).
   void lock_for_fork();
   void unlock_after_fork();
+  // In a fork()'s child, after unlock_after_fork: keeps only the forking
+  // thread's buffer (`survivor`, which may be nullptr), now with thread id
+  // `tid`, and none of the parent's uncollected records or counts (see
+  // ThreadBuffer::adopt_in_forked_child).
+  void keep_only_in_forked_child(ThreadBuffer* survivor, uint64_t tid, uint64_t fork_ticks);
 
  private:
   ThreadRegistry() = default;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -675,6 +676,33 @@ void slow_listener(pk_state, pk_state to, void* user_data) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
+// Runs `body` in a forked child and returns what it answered ("" when the
+// child died first; a hang ends it with SIGALRM after 10 s). The child
+// answers through a pipe, not its exit status: under ThreadSanitizer a child
+// of a threaded process exits with 66 (a "thread leak": the parent's other
+// threads, which the child does not have).
+std::string answer_of_child(const std::function<std::string()>& body) {
+  int answer[2];
+  if (pipe(answer) != 0) return "pipe() failed";
+  const pid_t child = fork();
+  if (child < 0) return "fork() failed";
+  if (child == 0) {
+    close(answer[0]);
+    alarm(10);
+    const std::string verdict = body();
+    _exit(write(answer[1], verdict.data(), verdict.size()) == static_cast<ssize_t>(verdict.size()) ? 0 : 1);
+  }
+  close(answer[1]);
+  std::string verdict;
+  char buffer[512];
+  for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
+  close(answer[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (WIFSIGNALED(status)) verdict += " (the child ended by signal " + std::to_string(WTERMSIG(status)) + ")";
+  return verdict;
+}
+
 // A framework's data-loader workers fork from a process that records on
 // several threads. A fork while another thread held one of the engine's
 // locks (here: a state change in progress) left the lock held for ever in
@@ -685,36 +713,100 @@ TEST_F(RecorderTest, ForkWhileAnotherThreadHoldsTheEngineLockLeavesTheChildUsabl
   ASSERT_EQ(pk_add_state_listener(slow_listener, &slow, &handle), PK_OK);
   std::thread changer([] { pk_set_state(PK_STATE_RECORD); });
   while (!slow.inside.load()) std::this_thread::yield();
-  // The child answers through a pipe, not its exit status: under
-  // ThreadSanitizer a child of a threaded process exits with 66 (a "thread
-  // leak": the parent's other thread, which the child does not have).
-  int answer[2];
-  ASSERT_EQ(pipe(answer), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(answer[0]);
-    alarm(10);  // a hang ends the child with SIGALRM
+  const std::string verdict = answer_of_child([] {
     pk_begin_event_str("in the child", PK_EVENT_USER_DEFINED);
     pk_end_event();
     pk_result* r = nullptr;
     const bool ok = pk_collect(&r) == PK_OK && pk_set_state(PK_STATE_CLOSED) == PK_OK &&
                     pk_intern("a name first seen in the child") != 0;
     pk_result_release(r);
-    const char verdict = ok ? 'y' : 'n';
-    _exit(write(answer[1], &verdict, 1) == 1 ? 0 : 1);
-  }
-  close(answer[1]);
-  char verdict = 0;
-  const ssize_t got = read(answer[0], &verdict, 1);  // 0: the child died first
-  close(answer[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+    return std::string(ok ? "y" : "a call in the child failed");
+  });
   changer.join();
   ASSERT_EQ(pk_remove_state_listener(handle), PK_OK);
-  EXPECT_FALSE(WIFSIGNALED(status)) << "the child hung (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
-  EXPECT_EQ(got, 1);
-  EXPECT_EQ(verdict, 'y') << "a call in the child failed";
+  EXPECT_EQ(verdict, "y");
+}
+
+// In the child of AForkedChildReportsOnlyWhatItRecordedItself: "y", or what is wrong.
+std::string check_the_forked_child() {
+  pk_end_event();  // "open across the fork" ends in the child
+  pk_begin_event_str("in the child", PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  pk_counters counters{};
+  counters.struct_size = sizeof counters;
+  pk_result* r = nullptr;
+  std::string verdict;
+  if (pk_get_counters(&counters) != PK_OK || counters.recorded_events != 2) {
+    verdict = "the child's counters say " + std::to_string(counters.recorded_events) + " events recorded";
+  } else if (pk_collect(&r) != PK_OK) {
+    verdict = "collect failed";
+  } else {
+    std::vector<std::string> names;
+    for (const pk_host_event& e : events_of(r)) names.push_back(name_of(r, e));
+    pk_thread_info thread{};
+    thread.struct_size = sizeof thread;
+    pk_result_info info{};
+    info.struct_size = sizeof info;
+    pk_result_get_info(r, &info);
+    if (names != std::vector<std::string>{"open across the fork", "in the child"}) {
+      verdict = "events:";
+      for (const auto& n : names) verdict += " [" + n + "]";
+    } else if (pk_result_thread_count(r) != 1 || pk_result_get_thread(r, 0, &thread) != PK_OK ||
+               thread.tid != static_cast<uint64_t>(getpid())) {
+      verdict = "the child's events do not carry the child's thread id";
+    } else if (events_of(r)[0].start_ns < info.start_ns) {
+      verdict = "an event open across the fork starts before the child's span";
+    } else if (info.unfinished_events != 0 || info.unmatched_ends != 0) {
+      verdict =
+          "unfinished " + std::to_string(info.unfinished_events) + ", unmatched " + std::to_string(info.unmatched_ends);
+    } else if (info.process_cpu_ns > info.end_ns - info.start_ns + 1000000000ull) {
+      verdict = "process_cpu_ns " + std::to_string(info.process_cpu_ns) + " over a " +
+                std::to_string(info.end_ns - info.start_ns) + " ns span";
+    } else {
+      verdict = "y";
+    }
+    pk_result_release(r);
+  }
+  return verdict;
+}
+
+// The child of a fork() is a new process with one thread: what the parent
+// recorded before the fork is the parent's (its collect reports it), so the
+// child's first collect must not report it again, and what the child records
+// carries the child's own thread id and CPU time.
+TEST_F(RecorderTest, AForkedChildReportsOnlyWhatItRecordedItself) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event_str("before the fork", PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  std::atomic<bool> recorded{false};
+  std::atomic<bool> release{false};
+  std::thread other([&] {
+    pk_begin_event_str("on another thread", PK_EVENT_USER_DEFINED);
+    pk_end_event();
+    pk_begin_event_str("left open on another thread", PK_EVENT_USER_DEFINED);
+    recorded = true;
+    while (!release.load()) std::this_thread::yield();
+    pk_end_event();
+  });
+  while (!recorded.load()) std::this_thread::yield();
+  pk_begin_event_str("open across the fork", PK_EVENT_USER_DEFINED);
+  // Burn CPU time in the parent, which the child's own CPU clock restarts from.
+  const auto busy_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  while (std::chrono::steady_clock::now() < busy_until) {
+  }
+  const std::string verdict = answer_of_child(check_the_forked_child);
+  EXPECT_EQ(verdict, "y");
+  pk_end_event();
+  release = true;
+  other.join();
+  // The parent still has everything it recorded.
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  std::vector<std::string> names;
+  for (const pk_host_event& e : events_of(r.get())) names.push_back(name_of(r.get(), e));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"before the fork", "left open on another thread", "on another thread",
+                                             "open across the fork"}));
 }
 
 }  // namespace

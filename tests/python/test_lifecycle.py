@@ -2,6 +2,7 @@
 delivers (as ProfileStep#n sets), and the fixes over paddle.profiler."""
 
 import json
+import os
 import warnings
 
 import pytest
@@ -655,3 +656,58 @@ def test_a_whole_window_does_not_warn():
 def test_bad_numeric_arguments_name_the_argument(kwargs, error, message):
     with pytest.raises(error, match=message):
         Profiler(**kwargs)
+
+
+# ---- fork() ----------------------------------------------------------------------
+
+
+def test_a_child_forked_mid_window_delivers_only_its_own_events():
+    """A process forked while its parent records (a worker started by hand,
+    say) goes on with the parent's Profiler; what it delivers is its own
+    work, under its own pid and thread id, and the parent keeps its own."""
+    windows = Windows()
+    prof = Profiler(on_trace_ready=windows)
+    prof.start()
+    with RecordEvent("parent before the fork"):
+        pass
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            with RecordEvent("child work"):
+                pass
+            prof.stop()
+            (result,) = windows.results
+            (thread,) = result.threads
+            report = json.dumps(
+                {
+                    "names": sorted(result.events["name"].tolist()),
+                    "in_span": bool((result.events["start_ns"] >= result.start_ns).all()),
+                    "pid": result.info["pid"] == os.getpid(),
+                    "tid": thread["tid"] == os.getpid(),
+                    "cpu_fits": result.info["process_cpu_ns"] <= result.duration_ns + 10**9,
+                }
+            )
+        except BaseException as e:
+            report = json.dumps({"error": repr(e)})
+        os.write(write, report.encode())
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    report = json.loads(os.read(read, 4000).decode())
+    os.close(read)
+    with RecordEvent("parent after the fork"):
+        pass
+    prof.stop()
+    assert status == 0
+    # The step in progress at the fork goes on in both, from the fork in the child.
+    assert report == {
+        "names": ["ProfileStep#0", "child work"],
+        "in_span": True,
+        "pid": True,
+        "tid": True,
+        "cpu_fits": True,
+    }
+    (result,) = windows.results
+    names = sorted(result.events["name"].tolist())
+    assert names == ["ProfileStep#0", "parent after the fork", "parent before the fork"]

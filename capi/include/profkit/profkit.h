@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 12
+#define PK_API_VERSION_MINOR 13
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -373,7 +373,11 @@ PK_API pk_status pk_get_counters(pk_counters* out) PK_NOEXCEPT;
  * their number is reported as unfinished_events, with the step in progress
  * (pk_step_begin without its end, begun in this window) counted as one; a
  * window's open events are reported by the collect that takes its end, not
- * again by later collects. Thread-safe; collects are serialized. */
+ * again by later collects. Thread-safe; collects are serialized.
+ * In a fork()'s child (since 1.13) collects and pk_get_counters cover only
+ * what the child recorded: the parent's uncollected records stay the
+ * parent's; the forking thread's events carry the child's thread id, and
+ * those open at the fork start there. */
 PK_API pk_status pk_collect(pk_result** out) PK_NOEXCEPT;
 
 /* Writes the result as a profkit trace file (FlatBuffers, .pktrace). The file
