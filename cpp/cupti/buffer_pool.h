@@ -46,6 +46,9 @@ class ActivityBufferPool {
   void release(uint8_t* buffer) noexcept;
   // Frees every buffer that is not out (profiling is over).
   void trim() noexcept;
+  // Held across fork() (see CuptiTracer::lock_for_fork).
+  void lock_for_fork() noexcept { mutex_.lock(); }
+  void unlock_after_fork() noexcept { mutex_.unlock(); }
 
   size_t buffer_bytes() const noexcept { return buffer_bytes_; }
   size_t max_buffers() const noexcept { return max_buffers_; }

@@ -190,6 +190,59 @@ void CuptiTracer::apply_phase_locked(Phase target) {
   phase_ = target;
 }
 
+// In the order the tracer nests them (control, then detach or store, then
+// the pool: store and pool are never held together, and CUPTI's callbacks
+// take store or pool alone), after the Recorder's lock.
+void CuptiTracer::lock_for_fork() noexcept {
+  control_mutex_.lock();
+  detach_mutex_.lock();
+  store_mutex_.lock();
+  pool_.lock_for_fork();
+}
+
+void CuptiTracer::unlock_after_fork() noexcept {
+  pool_.unlock_after_fork();
+  store_mutex_.unlock();
+  detach_mutex_.unlock();
+  control_mutex_.unlock();
+}
+
+// A forked child must not use CUDA (nor CUPTI): a flush, a disable or a
+// finalize there may hang or fail. The child holds a copy of the parent's
+// CUPTI state that it cannot drive, so tracing stops here without a CUPTI
+// call: what the parent traced stays the parent's (its collect reports it),
+// and the child's results say why they have no GPU activity.
+void CuptiTracer::forget_in_forked_child() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    const bool was_tracing = enabled_ || attached_.load();
+    enabled_ = false;
+    phase_ = Phase::kOff;
+    activities_on_ = false;
+    attached_.store(false);
+    detach_requested_.store(false);
+    subscriber_ = nullptr;
+    windows_.clear();
+    traced_since_collect_ = false;
+    CuptiTracer* self = this;
+    g_attached.compare_exchange_strong(self, nullptr);
+    {
+      std::lock_guard<std::mutex> store(store_mutex_);
+      filter_ = DecodeFilter{};
+      store_.clear();
+    }
+    if (was_tracing) {
+      failure_ =
+          "GPU tracing stopped at fork(): a forked child cannot use CUDA or CUPTI, so it records the CPU only "
+          "(trace the GPU in the parent, or start child processes with the 'spawn' method)";
+      failure_reported_ = false;
+    }
+  } catch (...) {
+    // Out of memory: the child may report some of the parent's GPU records,
+    // but it still never calls CUPTI (attached_ and enabled_ went first).
+  }
+}
+
 [[noreturn]] void CuptiTracer::fail_cupti(const char* what, CUptiResult result) {
   throw Error(PK_ERR_UNSUPPORTED, cupti_failure_reason(what, result, api_.result_name(result)));
 }

@@ -22,6 +22,8 @@
 //   collect             flushes if still armed and adds what belongs to the
 //                       Result's windows (ActivityStore::contribute), with the
 //                       device facts and the dropped-record count.
+//   fork()              the child stops tracing, keeps nothing of the parent's
+//                       and never calls CUPTI (forget_in_forked_child).
 // A failure while arming (on a state change) cannot fail the state change:
 // GPU tracing switches itself off, CPU recording goes on, and the reason is
 // reported by available() and in the next Result's metadata
@@ -76,6 +78,9 @@ class CuptiTracer final : public ActivitySource {
   // ActivitySource, called by the Recorder under its lock.
   void on_state_change(pk_state from, pk_state to) override;
   void contribute(ResultBuilder& builder) override;
+  void lock_for_fork() noexcept override;
+  void unlock_after_fork() noexcept override;
+  void forget_in_forked_child() noexcept override;
 
   // Counters for tests and benchmarks.
   struct Stats {

@@ -160,12 +160,15 @@ class RecordConverter {
 // in the child, whose next pk_collect, pk_set_state, pk_intern or record then
 // hung -- a data-loader worker forked from a recording process, say. The
 // handlers take the locks in the order the engine nests them (the recorder's,
-// the thread list's and the buffers' names, the chunk pool's, the name
-// table's), so fork() waits for such a section to end instead. A state
+// the GPU tracer's, the thread list's and the buffers' names, the chunk
+// pool's, the name table's), so fork() waits for such a section to end
+// instead. A state
 // listener must therefore not call fork() (it runs under the recorder's lock,
 // like the calls its comment already forbids).
 void Recorder::prepare_fork() noexcept {
   instance().mutex_.lock();
+  // The GPU tracer's locks come next: it is called under the recorder's.
+  if (instance().source_ != nullptr) instance().source_->lock_for_fork();
   ThreadRegistry::instance().lock_for_fork();
   ChunkPool::lock_for_fork();
   NameTable::instance().lock_for_fork();
@@ -175,6 +178,7 @@ void Recorder::unlock_after_fork() noexcept {
   NameTable::instance().unlock_after_fork();
   ChunkPool::unlock_after_fork();
   ThreadRegistry::instance().unlock_after_fork();
+  if (instance().source_ != nullptr) instance().source_->unlock_after_fork();
   instance().mutex_.unlock();
 }
 
@@ -196,7 +200,8 @@ void Recorder::after_fork_in_child() noexcept {
 // (a data-loader worker's trace and its trainer's, say). So the child keeps
 // none of it, and its collects and counters cover only its own life: its
 // thread id, its CPU time (which restarts at zero in a new process: the old
-// start snapshot made the CPU figure wrap), span index 0. Events open in the
+// start snapshot made the CPU figure wrap), span index 0, no GPU tracing
+// (see CuptiTracer::forget_in_forked_child). Events open in the
 // forking thread stay open, since the child goes on from that point and ends
 // them, and so does a step in progress; they start at the fork.
 void Recorder::start_afresh_in_forked_child() {
@@ -207,6 +212,7 @@ void Recorder::start_afresh_in_forked_child() {
   g_unmatched_without_buffer.store(0, std::memory_order_relaxed);
   g_unmatched_without_buffer_total.store(0, std::memory_order_relaxed);
   capped_steps_.clear();
+  if (source_ != nullptr) source_->forget_in_forked_child();
   if (step_open_) step_start_ticks_ = std::max(step_start_ticks_, now);
   span_index_ = 0;
   span_end_ticks_ = 0;

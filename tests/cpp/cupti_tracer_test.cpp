@@ -27,6 +27,7 @@ namespace {
 
 using profkit::cupti::CuptiTracer;
 using profkit::cupti::GpuSupport;
+using profkit_test::answer_of_child;
 using profkit_test::collect;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
@@ -90,6 +91,9 @@ struct Fake {
   void (*kernel_without_launch)(const char*, uint32_t, uint64_t) =
       fake<void (*)(const char*, uint32_t, uint64_t)>("fake_cupti_kernel_without_launch");
   void (*api_exit)() = fake<void (*)()>("fake_cupti_api_exit");
+  void (*block_next_subscribe)() = fake<void (*)()>("fake_cupti_block_next_subscribe");
+  int (*subscribe_waiting)() = fake<int (*)()>("fake_cupti_subscribe_waiting");
+  void (*release_subscribe)() = fake<void (*)()>("fake_cupti_release_subscribe");
 
   uint32_t launch(const char* name, uint32_t stream = 7) {
     return launch_kernel(name, stream, 264, 256, 32, 0, 0, 500, 3000);
@@ -485,6 +489,63 @@ TEST_F(Tracer, LaunchesFromAnotherThreadWhileStatesChangeNeverDeadlock) {
   worker.join();
   EXPECT_LE(seen, launched.load());
   ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+}
+
+// A process forked while the GPU is traced (a worker started from a training
+// script): the child must not call CUPTI (a forked child cannot use CUDA; a
+// flush there may hang), must not report the parent's kernels again, and
+// says why its results have no GPU activity. The parent keeps its kernels.
+TEST_F(Tracer, AForkedChildStopsGpuTracingWithoutCallingCupti) {
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  const uint32_t kernel = f.launch("_Z6parentv");
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);  // flushed: the kernel waits in the store
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  const std::string verdict = answer_of_child([this] {
+    const int flushes = f.flushes();
+    if (pk_set_state(PK_STATE_CLOSED) != PK_OK) return std::string("pk_set_state failed");
+    View v(collect());
+    if (f.flushes() != flushes || f.kind_enabled(kConcurrentKernel) != 1 || f.finalizes() != 0) {
+      return std::string("the child called CUPTI");
+    }
+    if (v.device_count != 0) return "the child reports " + std::to_string(v.device_count) + " kernels";
+    if (v.metadata("gpu_tracing_error").find("fork()") == std::string::npos) {
+      return "gpu_tracing_error: '" + v.metadata("gpu_tracing_error") + "'";
+    }
+    std::string reason;
+    if (tracer->available(&reason)) return std::string("the child still says GPU tracing is available");
+    return std::string("y");
+  });
+  EXPECT_EQ(verdict, "y");
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  View v(collect());
+  ASSERT_EQ(v.device_count, 1u);
+  EXPECT_EQ(v.device[0].correlation_id, kernel);
+  EXPECT_EQ(v.metadata("gpu_tracing_error"), "");
+}
+
+// fork() while another thread is inside the tracer (here: enabling it, in
+// cuptiSubscribe with the tracer's lock held): the child inherited the held
+// lock and its first collect hung, unless fork() waits for it.
+TEST_F(Tracer, ForkWhileAnotherThreadIsInsideTheTracerLeavesTheChildUsable) {
+  f.block_next_subscribe();
+  std::thread enabler([&] { tracer->set_enabled(true); });
+  while (f.subscribe_waiting() == 0) std::this_thread::yield();
+  // fork() must wait for the enabler, which this thread lets go on soon.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    f.release_subscribe();
+  });
+  const std::string verdict = answer_of_child([] {
+    pk_result* r = nullptr;
+    const bool ok = pk_set_state(PK_STATE_RECORD) == PK_OK && pk_collect(&r) == PK_OK;
+    pk_result_release(r);
+    return std::string(ok ? "y" : "a call in the child failed");
+  });
+  releaser.join();
+  enabler.join();
+  EXPECT_EQ(verdict, "y");
+  EXPECT_TRUE(tracer->enabled());
 }
 
 }  // namespace

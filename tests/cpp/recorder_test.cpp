@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +17,7 @@
 
 namespace {
 
+using profkit_test::answer_of_child;
 using profkit_test::collect;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
@@ -674,33 +674,6 @@ void slow_listener(pk_state, pk_state to, void* user_data) {
   if (to != PK_STATE_RECORD) return;
   slow->inside.store(true);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-}
-
-// Runs `body` in a forked child and returns what it answered ("" when the
-// child died first; a hang ends it with SIGALRM after 10 s). The child
-// answers through a pipe, not its exit status: under ThreadSanitizer a child
-// of a threaded process exits with 66 (a "thread leak": the parent's other
-// threads, which the child does not have).
-std::string answer_of_child(const std::function<std::string()>& body) {
-  int answer[2];
-  if (pipe(answer) != 0) return "pipe() failed";
-  const pid_t child = fork();
-  if (child < 0) return "fork() failed";
-  if (child == 0) {
-    close(answer[0]);
-    alarm(10);
-    const std::string verdict = body();
-    _exit(write(answer[1], verdict.data(), verdict.size()) == static_cast<ssize_t>(verdict.size()) ? 0 : 1);
-  }
-  close(answer[1]);
-  std::string verdict;
-  char buffer[512];
-  for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
-  close(answer[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (WIFSIGNALED(status)) verdict += " (the child ended by signal " + std::to_string(WTERMSIG(status)) + ")";
-  return verdict;
 }
 
 // A framework's data-loader workers fork from a process that records on

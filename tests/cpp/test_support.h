@@ -2,10 +2,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -62,6 +66,37 @@ inline void write_file(const std::string& path, const std::string& bytes) {
 inline void reset_engine() {
   pk_set_state(PK_STATE_CLOSED);
   ResultPtr discard = collect();
+}
+
+// Runs `body` in a forked child and returns what it answered, or why it
+// did not: a child that has not answered after 10 s (hung in fork()'s
+// handlers or in `body`) is killed. The child answers through a pipe, not its
+// exit status: under ThreadSanitizer a child of a threaded process exits with
+// 66 (a "thread leak": the parent's other threads, which the child lacks).
+inline std::string answer_of_child(const std::function<std::string()>& body) {
+  int answer[2];
+  if (pipe(answer) != 0) return "pipe() failed";
+  const pid_t child = fork();
+  if (child < 0) return "fork() failed";
+  if (child == 0) {
+    close(answer[0]);
+    const std::string verdict = body();
+    _exit(write(answer[1], verdict.data(), verdict.size()) == static_cast<ssize_t>(verdict.size()) ? 0 : 1);
+  }
+  close(answer[1]);
+  std::string verdict;
+  pollfd readable{answer[0], POLLIN, 0};
+  if (poll(&readable, 1, 10000) == 1) {
+    char buffer[512];
+    for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
+  } else {
+    kill(child, SIGKILL);
+    verdict = "the child hung";
+  }
+  close(answer[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return verdict.empty() ? "the child died without an answer" : verdict;
 }
 
 }  // namespace profkit_test

@@ -13,11 +13,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupti_synthetic.h"
@@ -47,6 +50,10 @@ struct FakeCupti {
   int finalizes = 0;
   int flushes = 0;
 };
+
+// fake_cupti_block_next_subscribe: 1 = the next cuptiSubscribe waits,
+// 2 = it is waiting (until fake_cupti_release_subscribe), 0 = never waits.
+std::atomic<int> g_subscribe_gate{0};
 
 FakeCupti& fake() {
   static FakeCupti* f = new FakeCupti();
@@ -111,6 +118,10 @@ FAKE_API CUptiResult cuptiGetResultString(CUptiResult result, const char** str) 
 }
 
 FAKE_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  int armed = 1;
+  if (g_subscribe_gate.compare_exchange_strong(armed, 2)) {
+    while (g_subscribe_gate.load() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
   if (CUptiResult r = failure("cuptiSubscribe")) return r;
   if (fake().subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
@@ -283,6 +294,12 @@ FAKE_API void fake_cupti_fail(const char* function, int result) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
   fake().failures[function] = result;
 }
+
+// Makes the next cuptiSubscribe wait (the caller inside the tracer, holding
+// its locks) until fake_cupti_release_subscribe.
+FAKE_API void fake_cupti_block_next_subscribe(void) { g_subscribe_gate.store(1); }
+FAKE_API int fake_cupti_subscribe_waiting(void) { return g_subscribe_gate.load() == 2 ? 1 : 0; }
+FAKE_API void fake_cupti_release_subscribe(void) { g_subscribe_gate.store(0); }
 
 FAKE_API void fake_cupti_set_version(uint32_t version) { fake().version = version; }
 
