@@ -114,6 +114,8 @@ class TraceExporter:
         if not isinstance(dir_name, (str, bytes, os.PathLike)):
             raise TypeError(f"profkit: dir_name must be a path, not {type(dir_name).__name__}")
         self.dir_name = os.fsdecode(dir_name)  # bytes too, as ProfilerResult.save takes them
+        if not self.dir_name:
+            raise ValueError("profkit: dir_name must not be empty ('.' is the current directory)")
         if worker_name is not None:
             if not isinstance(worker_name, str):
                 raise TypeError(f"profkit: worker_name must be a str, not {type(worker_name).__name__}")

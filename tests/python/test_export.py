@@ -226,6 +226,9 @@ def test_dir_name_may_be_bytes_like_every_other_path(tmp_path):
     assert exporter.dir_name == str(tmp_path / "bytes_dir") and os.path.isdir(exporter.dir_name)
     with pytest.raises(TypeError, match="dir_name must be a path, not int"):
         export_chrome_tracing(3)
+    for empty in ("", b""):
+        with pytest.raises(ValueError, match=r"dir_name must not be empty \('\.' is the current directory\)"):
+            export_protobuf(empty)
 
 
 def lanes_nest_properly(doc):
