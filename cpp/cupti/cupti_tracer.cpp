@@ -215,7 +215,7 @@ void CuptiTracer::unlock_after_fork() noexcept {
 void CuptiTracer::forget_in_forked_child() noexcept {
   try {
     std::lock_guard<std::mutex> lock(control_mutex_);
-    const bool was_tracing = enabled_ || attached_.load();
+    const bool was_tracing = enabled_;  // not a tracer the user turned off, detaching
     enabled_ = false;
     phase_ = Phase::kOff;
     activities_on_ = false;
