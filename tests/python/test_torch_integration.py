@@ -4,6 +4,7 @@ import collections
 import importlib.util
 import inspect
 import os
+import threading
 
 import pytest
 
@@ -796,6 +797,41 @@ def test_enable_records_collectives_and_disable_undoes_only_its_own(pk_torch):
         torch_distributed.enable()
         pk_torch.disable()
         assert torch_distributed.is_enabled()
+    finally:
+        torch_distributed.disable()
+
+
+class _LockThatLetsAnEnableIn:
+    """torch_distributed's lock, except that each release runs, on another
+    thread, torch_distributed.enable() -- the moment a user's enable() could
+    fall into between two sections of a caller."""
+
+    def __init__(self, lock, enable):
+        self._lock, self._enable, self.entered = lock, enable, 0
+
+    def __enter__(self):
+        self._lock.acquire()
+        self.entered += 1
+
+    def __exit__(self, *exc):
+        self._lock.release()
+        if self.entered == 1:  # once: the enable() below takes the lock too
+            other = threading.Thread(target=self._enable)
+            other.start()
+            other.join()
+
+
+def test_an_enable_racing_the_integrations_disable_is_kept(pk_torch, monkeypatch):
+    from profkit.integrations import torch_distributed
+
+    pk_torch.enable()
+    try:
+        racing = _LockThatLetsAnEnableIn(torch_distributed._lock, torch_distributed.enable)
+        monkeypatch.setattr(torch_distributed, "_lock", racing)
+        pk_torch.disable()  # checked "not asked for" in one section and unwrapped in another
+        monkeypatch.undo()
+        assert racing.entered >= 2  # the user's enable() ran
+        assert torch_distributed.is_enabled()  # and was not undone
     finally:
         torch_distributed.disable()
     assert not torch_distributed.is_enabled()

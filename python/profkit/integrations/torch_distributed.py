@@ -244,10 +244,13 @@ def _enable_for_integration() -> bool:
 
 def _disable_for_integration() -> None:
     """disable(), unless enable() or instrument_ddp() has asked for the wrappers since they went on."""
-    with _lock:
-        if _asked_for:
-            return
-    disable()
+    try:
+        import torch.distributed as dist  # noqa: PLC0415
+    except ImportError:
+        return
+    with _lock:  # one section: an enable() on another thread cannot fall between the check and the unwrapping
+        if not _asked_for:
+            _unwrap_locked(dist)
 
 
 def _wrap(dist: Any) -> List[str]:
@@ -274,16 +277,21 @@ def disable() -> None:
         import torch.distributed as dist  # noqa: PLC0415
     except ImportError:
         return
-    global _asked_for
     with _lock:
-        _asked_for = False
-        for name, original in list(_originals.items()):
-            if getattr(dist, name, None) is _wrappers.get(name):
-                setattr(dist, name, original)
-            del _originals[name]
-            _wrappers.pop(name, None)
-        _unpatch_p2pop()
-        _window_listeners.remove_collect_hook(finish_in_flight)
+        _unwrap_locked(dist)
+
+
+def _unwrap_locked(dist: Any) -> None:
+    """Under _lock: disable()'s work."""
+    global _asked_for
+    _asked_for = False
+    for name, original in list(_originals.items()):
+        if getattr(dist, name, None) is _wrappers.get(name):
+            setattr(dist, name, original)
+        del _originals[name]
+        _wrappers.pop(name, None)
+    _unpatch_p2pop()
+    _window_listeners.remove_collect_hook(finish_in_flight)
 
 
 def is_enabled() -> bool:
