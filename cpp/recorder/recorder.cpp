@@ -211,6 +211,7 @@ void Recorder::start_afresh_in_forked_child() {
                                                        now);
   g_unmatched_without_buffer.store(0, std::memory_order_relaxed);
   g_unmatched_without_buffer_total.store(0, std::memory_order_relaxed);
+  ChunkPool::trim();  // spare chunks mapped by the parent
   capped_steps_.clear();
   if (source_ != nullptr) source_->forget_in_forked_child();
   if (step_open_) step_start_ticks_ = std::max(step_start_ticks_, now);

@@ -121,7 +121,9 @@ void ThreadBuffer::on_thread_exit() noexcept {
 }
 
 void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept {
-  drain(/*keep_spares=*/true, [](const RawRecord*, uint32_t) {});
+  // Unmapped, not pooled: the pages are shared with the parent until written,
+  // and a pool would keep them (marking a chunk drained writes one page).
+  drain(/*keep_spares=*/false, [](const RawRecord*, uint32_t) {});
   const uint32_t open = std::min(depth_.load(std::memory_order_relaxed), kMaxDepth);
   for (uint32_t i = 0; i < open; ++i) stack_[i].start = fork_ticks;
   for (OwnerCounter* counter : {&recorded_events, &dropped_events, &unmatched_ends, &overflowed_events}) {
@@ -129,11 +131,6 @@ void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noex
   }
   collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
   tid_ = tid;
-}
-
-void ThreadBuffer::abandon_in_forked_child() noexcept {
-  on_thread_exit();
-  drain(/*keep_spares=*/true, [](const RawRecord*, uint32_t) {});
 }
 
 void ThreadBuffer::set_name(const std::string& name) {

@@ -191,14 +191,12 @@ class alignas(64) ThreadBuffer {
 
   // ---- in a fork()'s child, before it runs on (it has one thread) ----
   // The forking thread's buffer: forgets what the parent recorded (it is in
-  // the parent's collect), counters included, and takes the child's thread
-  // id. Events open at the fork stay open, since the child goes on from there
-  // and ends them, but start at `fork_ticks`: before it was the parent's time.
+  // the parent's collect), counters included, unmapping its chunks, and takes
+  // the child's thread id. Events open at the fork stay open, since the child
+  // goes on from there and ends them, but start at `fork_ticks`: before it
+  // was the parent's time. (Another thread's buffer is simply deleted: that
+  // thread does not exist in the child.)
   void adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept;
-  // Any other thread's buffer: that thread does not exist in the child, so
-  // records and open events are dropped without a count, its memory goes
-  // back to the pool, and the registry deletes the buffer.
-  void abandon_in_forked_child() noexcept;
 
   // ---- collector side ----
   uint64_t tid() const noexcept { return tid_; }

@@ -39,8 +39,7 @@ void ThreadRegistry::keep_only_in_forked_child(ThreadBuffer* survivor, uint64_t 
       b->adopt_in_forked_child(tid, fork_ticks);
       buffers_[kept++] = b;
     } else {
-      b->abandon_in_forked_child();
-      delete b;
+      delete b;  // its thread does not exist here; unmapping its chunks copies no page
     }
   }
   buffers_.resize(kept);

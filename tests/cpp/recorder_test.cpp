@@ -709,8 +709,11 @@ std::string check_the_forked_child() {
   counters.struct_size = sizeof counters;
   pk_result* r = nullptr;
   std::string verdict;
+  constexpr uint64_t kChunkBytes = 256 * 1024;  // one thread's record chunk (cpp/recorder/chunk.h)
   if (pk_get_counters(&counters) != PK_OK || counters.recorded_events != 2) {
     verdict = "the child's counters say " + std::to_string(counters.recorded_events) + " events recorded";
+  } else if (counters.memory_used > kChunkBytes) {
+    verdict = "the child holds " + std::to_string(counters.memory_used) + " bytes of the parent's buffers";
   } else if (pk_collect(&r) != PK_OK) {
     verdict = "collect failed";
   } else {
