@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -297,6 +298,13 @@ void Recorder::remove_state_listener(uint64_t handle) {
 }
 
 void Recorder::step_begin(uint64_t number) {
+  if (number > static_cast<uint64_t>(INT64_MAX)) {
+    // Past it the numbers of the steps that follow wrapped to 0 at
+    // UINT64_MAX, and readers of signed 64-bit integers (JSON, numpy) saw
+    // negative steps.
+    throw Error(PK_ERR_INVALID_ARGUMENT,
+                "pk_step_begin: step " + std::to_string(number) + " is out of range (step numbers go up to INT64_MAX)");
+  }
   const uint64_t now = read_ticks();
   std::lock_guard<std::mutex> lock(mutex_);
   // A step still open ends here, as pk_step ends one: overwriting it (before

@@ -422,6 +422,24 @@ TEST_F(RecorderTest, StepBeginWhileAStepIsOpenEndsThatStepFirst) {
   EXPECT_EQ(args[0].value, 8);
 }
 
+TEST_F(RecorderTest, StepNumbersStayWithinSigned64Bits) {
+  // Above INT64_MAX they read as negative in signed readers, and the steps
+  // after UINT64_MAX were numbered from 0 again.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (const uint64_t out_of_range : {static_cast<uint64_t>(INT64_MAX) + 1, UINT64_MAX}) {
+    EXPECT_EQ(pk_step_begin(out_of_range), PK_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(pk_last_error()).find("out of range (step numbers go up to INT64_MAX)"), std::string::npos)
+        << pk_last_error();
+  }
+  ASSERT_EQ(pk_step_begin(INT64_MAX), PK_OK);
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#" + std::to_string(INT64_MAX));
+}
+
 TEST_F(RecorderTest, StepsInternNoNamesSoLongRunsDoNotGrowTheNameTable) {
   // Each step's name ("ProfileStep#<n>") is made by the collect, in the
   // result only: a million recorded steps must not leave a million names in

@@ -300,7 +300,10 @@ PK_API pk_status pk_step(uint64_t num_samples) PK_NOEXCEPT;
  * Profiler does): pk_step_begin(n) begins ProfileStep#n; pk_step_end ends the
  * open step. pk_step_end without an open step is PK_ERR_INVALID_STATE.
  * pk_step_begin while a step is open first ends that step (with num_samples
- * 0, as pk_step would), so it is kept; before 1.9 it was silently lost. */
+ * 0, as pk_step would), so it is kept; before 1.9 it was silently lost.
+ * n must be at most INT64_MAX (PK_ERR_INVALID_ARGUMENT since 1.13): larger
+ * numbers read as negative in signed 64-bit readers (JSON, numpy), and the
+ * steps after UINT64_MAX were numbered from 0 again. */
 PK_API pk_status pk_step_begin(uint64_t step_number) PK_NOEXCEPT;
 PK_API pk_status pk_step_end(uint64_t num_samples) PK_NOEXCEPT;
 
