@@ -25,11 +25,12 @@ RecordEvent and dataloader ranges may come from any thread.
 
 import functools
 import operator
+import os
 import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
-from . import _C, _lifecycle, _rank, _window_listeners
+from . import _C, _lifecycle, _multiprocessing_children, _rank, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._warnings import ProfilerWarning, warn_at_caller
 from .export_callbacks import export_chrome_tracing, export_protobuf
@@ -62,6 +63,21 @@ def _active_profiler() -> Optional["Profiler"]:
     return ref() if ref is not None else None
 
 
+def _close_engine_discarding(memory_cap_before: Optional[int]) -> None:
+    """Closes the engine for a Profiler that cannot deliver its window and
+    drops what the window holds, so that the next Profiler starts clean."""
+    _window_listeners.notify(None, _CLOSED)  # type: ignore[arg-type]
+    try:
+        _C.step_end(0)  # while recording still, so that no step stays open for the next Profiler
+    except RuntimeError:
+        pass  # no step open
+    _C.set_state(_CLOSED.value)
+    _C.set_gpu_tracing(False)
+    if memory_cap_before is not None:
+        _C.set_memory_cap(memory_cap_before)
+    _C.collect()
+
+
 def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Profiler]") -> None:
     """Weakref callback: a started Profiler was garbage-collected without stop()."""
     global _active_ref
@@ -69,12 +85,7 @@ def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Pro
         return
     _active_ref = None
     try:
-        _window_listeners.notify(None, _CLOSED)  # type: ignore[arg-type]
-        _C.set_state(_CLOSED.value)
-        _C.set_gpu_tracing(False)
-        if memory_cap_before is not None:
-            _C.set_memory_cap(memory_cap_before)
-        _C.collect()  # what it recorded has no one to go to; the next Profiler starts clean
+        _close_engine_discarding(memory_cap_before)
         warnings.warn(
             "profkit: a started Profiler was garbage-collected without stop(); its recording window was "
             "discarded and profiling stopped. Call stop(), or use `with Profiler(...) as prof:`.",
@@ -83,6 +94,33 @@ def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Pro
         )
     except Exception:  # pragma: no cover - interpreter shutdown: the engine goes with the process
         return
+
+
+def _leave_the_parents_session() -> None:
+    """In a process that multiprocessing forked from this one (a DataLoader or
+    Pool worker; see _multiprocessing_children): a started Profiler is the
+    parent's, and the child never returns to the loop that steps it. The
+    child stops recording, so that it neither fills buffers no one collects
+    nor blocks a Profiler of its own. Nothing of the parent's is lost: the
+    engine's fork handler left the parent's records with the parent, and the
+    child's since the fork are only multiprocessing's start-up."""
+    global _active_ref
+    profiler = _active_profiler()
+    if profiler is None:
+        return
+    _active_ref = None
+    profiler._started = False
+    profiler._steady_until = 0
+    profiler._parent_pid = os.getppid()
+    try:
+        _close_engine_discarding(profiler._memory_cap_before)
+    except Exception as e:  # multiprocessing would only log it: say it here
+        warnings.warn(
+            f"profkit: this process (started by multiprocessing while its parent profiled) could not stop the "
+            f"recording it inherited: {e}",
+            ProfilerWarning,
+            stacklevel=1,
+        )
 
 
 # GPU-unavailable warnings are given once per process.
@@ -251,6 +289,7 @@ class Profiler:
         self._result: Optional[ProfilerResult] = None
         self._perf_summary: Optional[PerfSummary] = None
         self._started = False
+        self._parent_pid: Optional[int] = None  # set in a multiprocessing child: the Profiler is its parent's
         self._gpu_tracing = False
         self._windows = 0  # windows delivered since start()
         self._in_callback = False
@@ -308,6 +347,7 @@ class Profiler:
         first = self._scheduled_state(0)
         self._memory_cap_before = _C.get_memory_cap() if self.memory_cap is not None else None
         _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
+        _multiprocessing_children.run_in_forked_children(_leave_the_parents_session)
         try:
             _rank.apply_rank()  # rank and world size into every Result and file name
             if self.memory_cap is not None:
@@ -327,6 +367,7 @@ class Profiler:
         self._begin_run(first)
 
     def _begin_run(self, first: ProfilerState) -> None:
+        self._parent_pid = None  # started again in a multiprocessing child: the child's own now
         self.step_num = 0
         self.previous_state = _CLOSED
         self.current_state = first
@@ -366,6 +407,12 @@ class Profiler:
         # stopped Profiler, where "not started; call start()" would mislead.
         if self._in_callback:
             raise RuntimeError("Profiler.step() called from on_trace_ready; step the Profiler from the training loop")
+        if self._parent_pid is not None:
+            raise RuntimeError(
+                f"Profiler.step(): this Profiler records in the parent process (pid {self._parent_pid}); this "
+                "process was started from it by multiprocessing, where the parent's profiling session does not "
+                "go on. Start a Profiler of its own here"
+            )
         if not self._started:
             raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
         samples = _samples(num_samples)

@@ -2,6 +2,7 @@
 delivers (as ProfileStep#n sets), and the fixes over paddle.profiler."""
 
 import json
+import multiprocessing
 import os
 import warnings
 
@@ -711,3 +712,45 @@ def test_a_child_forked_mid_window_delivers_only_its_own_events():
     (result,) = windows.results
     names = sorted(result.events["name"].tolist())
     assert names == ["ProfileStep#0", "parent after the fork", "parent before the fork"]
+
+
+def _profile_in_a_multiprocessing_child(inherited, queue):  # pragma: no cover - runs in the child
+    """The target of a process multiprocessing forks from a recording parent."""
+    try:
+        report = {"active": Profiler.active() is not None, "engine": _C.get_state()}
+        try:
+            inherited.step()
+        except RuntimeError as e:
+            report["inherited_step"] = str(e)
+        windows = Windows()
+        with Profiler(on_trace_ready=windows):
+            with RecordEvent("child work"):
+                pass
+        (result,) = windows.results
+        report["names"] = sorted(result.events["name"].tolist())
+    except BaseException as e:
+        report = {"error": repr(e)}
+    queue.put(report)
+
+
+def test_a_process_multiprocessing_forks_mid_window_starts_with_profiling_stopped():
+    """A process that multiprocessing forks (a DataLoader or Pool worker)
+    runs its target, never the parent's loop: the parent's recording
+    session does not go on there (nothing would ever collect it), and the
+    child can profile itself with a Profiler of its own."""
+    windows = Windows()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    with Profiler(on_trace_ready=windows) as prof:
+        with RecordEvent("parent work"):
+            child = context.Process(target=_profile_in_a_multiprocessing_child, args=(prof, queue))
+            child.start()
+            report = queue.get(timeout=60)
+            child.join(timeout=60)
+    assert child.exitcode == 0
+    assert "error" not in report, report["error"]
+    assert report["active"] is False and report["engine"] == C.value
+    assert f"records in the parent process (pid {os.getpid()})" in report["inherited_step"]
+    assert report["names"] == ["ProfileStep#0", "child work"]
+    (result,) = windows.results  # the parent's window is whole and its own
+    assert sorted(result.events["name"].tolist()) == ["ProfileStep#0", "parent work"]

@@ -3,6 +3,7 @@
 import collections
 import importlib.util
 import inspect
+import multiprocessing
 import os
 import threading
 
@@ -610,7 +611,8 @@ def test_enable_during_a_window_starts_recording_at_once(pk_torch):
 
 # ---- DataLoader workers ----------------------------------------------------------------------
 class ReportsWorkerState(torch.utils.data.Dataset):
-    """Each sample says whether the integration is enabled in the process that made it."""
+    """Each sample says whether the integration is enabled in the process
+    that made it, and the state of that process's profkit engine."""
 
     def __len__(self):
         return 8
@@ -619,7 +621,7 @@ class ReportsWorkerState(torch.utils.data.Dataset):
         import profkit.integrations.torch as integration
 
         x = torch.randn(1, 6, 6) * 2 + 1  # operators in the worker
-        return x, torch.tensor(int(integration.is_enabled()))
+        return x, torch.tensor([int(integration.is_enabled()), profkit._C.get_state()])
 
 
 def test_dataloader_workers_run_unhooked(pk_torch):
@@ -628,11 +630,13 @@ def test_dataloader_workers_run_unhooked(pk_torch):
     flags = []
     model = TinyNet()
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
-        for x, enabled_in_worker in loader:
-            flags.extend(enabled_in_worker.tolist())
+        for x, state_in_worker in loader:
+            flags.extend(tuple(sample) for sample in state_in_worker.tolist())
             model(x).sum().backward()
             prof.step()
-    assert flags == [0] * 8  # forked workers dropped the hooks
+    # Forked workers dropped the hooks, and their engines record nothing
+    # (the workers started inside the window).
+    assert flags == [(0, ProfilerState.CLOSED.value)] * 8
     assert pk_torch.is_enabled()  # the parent keeps them
     events = events_of(prof)
     assert names_of_type(events, DATALOADER) == ["DataLoader.__next__"] * 5
@@ -668,6 +672,55 @@ def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
     assert status == 0 and report == "False 0 False True"
     assert native.armed() is False and pk_torch.is_enabled()  # the parent keeps its hooks
     assert names_of_type(events_of(prof), FORWARD) == ["TinyNet.forward"]
+
+
+def _profile_torch_in_a_child(queue):  # pragma: no cover - runs in the child
+    import profkit.integrations.torch as integration
+
+    try:
+        torch.set_num_threads(1)  # OpenMP's pool does not survive fork
+        integration.enable()
+        model = TinyNet()
+        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+            model(torch.randn(2, 1, 6, 6)).sum().backward()
+        events = events_of(prof)
+        queue.put(
+            {
+                "backend": integration.backend(),
+                "armed": integration._current.native.armed(),
+                "operators": "aten::convolution" in set(events["name"]),
+                "forward": names_of_type(events, FORWARD),
+                "backward": names_of_type(events, BACKWARD),
+            }
+        )
+    except BaseException as e:
+        queue.put({"error": repr(e)})
+
+
+def test_a_process_forked_while_recording_can_enable_the_integration_for_itself(pk_torch):
+    """A fork-started trainer process (torch.multiprocessing's or Lightning's
+    fork strategies) from a parent that had the integration on, mid-window:
+    enabling it again there records the child's own operators."""
+    pk_torch.enable()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        child = context.Process(target=_profile_torch_in_a_child, args=(queue,))
+        child.start()
+        report = queue.get(timeout=120)
+        child.join(timeout=60)
+        TinyNet()(torch.randn(2, 1, 6, 6))
+    assert child.exitcode == 0
+    assert "error" not in report, report["error"]
+    assert report == {
+        "backend": "native",
+        "armed": False,  # the child's window has closed
+        "operators": True,
+        "forward": ["TinyNet.forward"],
+        "backward": ["backward"],
+    }
+    events = events_of(prof)  # the parent's window goes on, its hooks intact
+    assert "aten::convolution" in set(events["name"]) and names_of_type(events, FORWARD) == ["TinyNet.forward"]
 
 
 # ---- the guide's case study --------------------------------------------------------------------

@@ -68,6 +68,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 namespace {
@@ -265,17 +266,23 @@ void disarm() {
 
 bool is_recording(pk_state state) { return state == PK_STATE_RECORD || state == PK_STATE_RECORD_AND_RETURN; }
 
-// Set in a forked child (a DataLoader worker): the child records nothing
-// through this hook, whatever state it inherited.
-std::atomic<bool> g_forked{false};
+// Which install() a state listener belongs to, passed as the listener's
+// user pointer. A forked child (a DataLoader worker) inherits the parent's
+// listener in its engine but records nothing through this hook unless it
+// installs the hook again: forget_after_fork moves to a new generation, so
+// the inherited listener finds itself outdated and does nothing, and a new
+// install() registers a listener of the new one.
+std::atomic<uintptr_t> g_listener_generation{1};
+
+void* listener_token() { return reinterpret_cast<void*>(g_listener_generation.load(std::memory_order_relaxed)); }
 
 // Runs on the thread that changed profkit's state, under profkit's state
 // lock: it only registers or removes the torch callback.
 // A listener must not throw into the engine (C code): registering with torch
 // allocates, and should that fail, the window records no operators (the
 // next window tries again) rather than ending the process.
-void on_state(pk_state from, pk_state to, void*) noexcept {
-  if (g_forked.load(std::memory_order_relaxed)) return;
+void on_state(pk_state from, pk_state to, void* token) noexcept {
+  if (token != listener_token()) return;  // inherited from the parent at a fork
   std::lock_guard<std::mutex> lock(g_mutex);
   try {
     if (is_recording(to) && !is_recording(from)) {
@@ -322,7 +329,7 @@ PyObject* install(PyObject*, PyObject*) {
   // The listener is called at once when profkit is already recording, and it
   // takes g_mutex: do not hold it here.
   uint64_t handle = 0;
-  if (pk_add_state_listener(on_state, nullptr, &handle) != PK_OK) {
+  if (pk_add_state_listener(on_state, listener_token(), &handle) != PK_OK) {
     PyErr_Format(PyExc_RuntimeError, "profkit torch hook: %s", pk_last_error());
     return nullptr;
   }
@@ -395,9 +402,14 @@ PyObject* memory_threads_holding(PyObject*, PyObject*) {
 // In a child just forked from a process that had the hook installed: drop
 // the torch callbacks without taking g_mutex or profkit's locks (another
 // thread of the parent may have held them at the fork; the child has only
-// the forking thread, so nothing else runs here now).
+// the forking thread, so nothing else runs here now). Leaves the hook as if
+// never installed, so that the child may install it for itself.
 PyObject* forget_after_fork(PyObject*, PyObject*) {
-  g_forked.store(true, std::memory_order_relaxed);
+  // The locks start unlocked (their storage reused: a holder at the fork is
+  // gone), and the inherited listener is outdated (listener_token).
+  new (&g_mutex) std::mutex();
+  profkit_torch::forget_name_writers_after_fork();
+  g_listener_generation.fetch_add(1, std::memory_order_relaxed);
   profkit_torch::forget_memory_after_fork();
   try {
     if (g_callback != 0 && g_callback_global) at::removeCallback(g_callback);
@@ -407,7 +419,7 @@ PyObject* forget_after_fork(PyObject*, PyObject*) {
     return nullptr;
   }
   g_callback = 0;
-  g_listener = 0;  // left registered in the child's engine; on_state ignores it
+  g_listener = 0;  // left registered in the child's engine; outdated, on_state ignores it
   Py_RETURN_NONE;
 }
 
@@ -450,7 +462,8 @@ PyMethodDef kMethods[] = {
      "memory_threads_holding() -> int: threads whose debug info holds the allocation reporter now (silent ones "
      "left by a window closed on another thread included)"},
     {"forget_after_fork", forget_after_fork, METH_NOARGS,
-     "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock"},
+     "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock; the child may "
+     "install() again"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
     {"names_interned", names_interned, METH_NOARGS,
      "names_interned() -> int: operator and range names the per-thread content tables have sent to pk_intern so far"},

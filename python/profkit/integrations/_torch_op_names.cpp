@@ -281,6 +281,12 @@ void watch_operator_registrations() {
   });
 }
 
+void forget_name_writers_after_fork() noexcept {
+  // The lock's storage is reused as a new, unlocked mutex: whoever held it
+  // is gone, and std::mutex's destructor does nothing worth running.
+  new (&g_address_mutex) std::mutex();
+}
+
 uint64_t names_interned() noexcept { return g_interned.load(std::memory_order_relaxed); }
 
 uint64_t content_lookups() noexcept { return g_content_lookups.load(std::memory_order_relaxed); }

@@ -117,6 +117,13 @@ PK_HOOK_HOT inline pk_name_id operator_name_id(const at::RecordFunction& fn) noe
   return operator_name_id_slow(fn, name, epoch);
 }
 
+// In a fork()'s child, before the hook records there: the table's writer
+// lock starts unlocked, as a thread of the parent may have held it at the
+// fork (that thread does not exist in the child). The table itself stays
+// valid -- writers publish each slot in an order readers accept at any point.
+// Call only while the child has a single thread.
+void forget_name_writers_after_fork() noexcept;
+
 // How many names every thread's content tables together have sent to
 // pk_intern so far: each distinct name should cost at most one per thread,
 // and no more once the tables are warm (a test holds the hook to that).
