@@ -214,3 +214,19 @@ def test_every_table_of_an_empty_result_converts_to_a_dataframe():
         if table.nested:
             assert "Level" in frame.columns
     assert "Thread" in tables["OperatorView"].columns
+
+
+def test_a_range_still_open_when_the_window_closes_is_said_first(capsys):
+    import profkit
+
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        with profkit.RecordEvent("ended"):
+            pass
+        left_open = profkit.RecordEvent("never ended")
+        left_open.begin()
+    capsys.readouterr()  # the Perf Summary stop() printed
+    prof.summary(views=SummaryView.UDFView)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Warning: 1 events were still open when the window closed"), first
+    names = prof.profiler_result.events["name"].tolist()
+    assert "ended" in names and "never ended" not in names
