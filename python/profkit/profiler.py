@@ -346,8 +346,8 @@ class Profiler:
             )
         first = self._scheduled_state(0)
         self._memory_cap_before = _C.get_memory_cap() if self.memory_cap is not None else None
-        _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
         _multiprocessing_children.run_in_forked_children(_leave_the_parents_session)
+        _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
         try:
             _rank.apply_rank()  # rank and world size into every Result and file name
             if self.memory_cap is not None:

@@ -754,3 +754,37 @@ def test_a_process_multiprocessing_forks_mid_window_starts_with_profiling_stoppe
     assert report["names"] == ["ProfileStep#0", "child work"]
     (result,) = windows.results  # the parent's window is whole and its own
     assert sorted(result.events["name"].tolist()) == ["ProfileStep#0", "parent work"]
+
+
+_calls_in_child = []
+
+
+def _count_in_child():  # pragma: no cover - runs in children
+    _calls_in_child.append(os.getpid())
+
+
+def _report_calls(queue):  # pragma: no cover - runs in the child
+    queue.put(_calls_in_child == [os.getpid()])
+
+
+def test_functions_for_multiprocessing_children_run_once_there_and_not_in_os_fork_children():
+    from profkit import _multiprocessing_children
+
+    _multiprocessing_children.run_in_forked_children(_count_in_child)
+    _multiprocessing_children.run_in_forked_children(_count_in_child)  # once is enough
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_report_calls, args=(queue,))
+    child.start()
+    ran_once = queue.get(timeout=60)
+    child.join(timeout=60)
+    read, write = os.pipe()
+    forked = os.fork()
+    if forked == 0:  # pragma: no cover - a plain fork goes on with the parent's code
+        os.write(write, b"1" if _calls_in_child else b"0")
+        os._exit(0)
+    os.close(write)
+    os.waitpid(forked, 0)
+    ran_in_plain_fork = os.read(read, 1) == b"1"
+    os.close(read)
+    assert ran_once and not ran_in_plain_fork and _calls_in_child == []
