@@ -33,10 +33,10 @@ std::vector<std::string> recording_losses(const ResultInfo& info) {
   }
   if (info.unfinished_events > 0) {
     // Not a fault of the engine, but events the user expects and does not
-    // find: a range still open at the window's end (its end comes after the
-    // collect), or a begin whose end never came.
+    // find: a range (or a step) still open at the window's end (its end
+    // comes after the collect), or a begin whose end never came.
     lines.push_back(std::to_string(info.unfinished_events) +
-                    " events were still open when the window closed (a range across the window's end, or a "
+                    " events were still open when the window closed (a range or step across the window's end, or a "
                     "begin without its end): these tables lack them.");
   }
   if (info.dropped_device_records > 0) {
