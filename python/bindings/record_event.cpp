@@ -10,7 +10,9 @@
 // time. begin() twice without end(), end() without begin(), and end() on
 // another thread than begin() raise RuntimeError naming the event; nothing is
 // recorded for them. A range whose begin and end fall into different recording
-// windows is not recorded (it belongs to neither window whole).
+// windows is not recorded (it belongs to neither window whole). A range whose
+// end comes while one begun after it on the same thread is open warns and is
+// ended with that one (see OpenRanges).
 //
 // Thread-safety: the type's methods run under the GIL; each object keeps the
 // state of one open range and is meant for one thread at a time (the check
@@ -34,6 +36,7 @@ struct RecordEventObject {
   PyObject_HEAD PyObject* name;  // the str the user gave (owned)
   const char* utf8;              // name's cached UTF-8 text (borrowed from `name`)
   unsigned long thread;          // thread that began the open range
+  uint64_t serial;               // its entry in the thread's OpenRanges; 0 = none
   uint32_t window;               // recording window at begin(); 0 = nothing recorded
   uint8_t type;                  // pk_event_type
   uint8_t open;                  // begun and not yet ended
@@ -116,6 +119,7 @@ PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_
   self->name = name;
   self->utf8 = utf8;
   self->thread = 0;
+  self->serial = 0;
   self->window = 0;
   self->type = event_type_value;
   self->open = 0;
@@ -169,10 +173,89 @@ PyObject* record_event_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
   return make_record_event(type, name, event_type);
 }
 
+// ---- ranges ending out of order ----------------------------------------------
+// The engine keeps one stack of open events per thread: pk_end_event() ends
+// the innermost. RecordEvents whose ends come out of order on one thread
+// (asyncio tasks interleaving, or begin()/end() written crosswise) would end
+// each other's events, swapping their end times without a word. So each
+// thread lists the ranges its RecordEvents have open in the engine, innermost
+// last. A range that ends while one begun after it is still open is marked
+// ended and warned about; the engine ends it once every range above it has
+// ended. The later range keeps its exact times, the earlier one is recorded
+// as ending with it, and the trace stays properly nested.
+struct OpenRange {
+  uint64_t serial;  // the RecordEvent's serial (unique on its thread)
+  PyObject* name;   // owned: names the range in the warning
+  uint32_t window;  // every entry shares one window (see push_range)
+  bool ended;       // end() came while a later range was open; or abandoned
+};
+
+// Thread-safety: one per thread, touched only by its thread.
+struct OpenRanges {
+  static constexpr uint32_t kCapacity = 256;  // the engine's own depth limit
+  OpenRange ranges[kCapacity];
+  uint32_t count = 0;
+  uint64_t next_serial = 0;
+};
+thread_local OpenRanges t_open;
+
+void pop_range() {
+  OpenRange& top = t_open.ranges[--t_open.count];
+  Py_CLEAR(top.name);
+}
+
+// Lists a range just begun in the engine; returns its serial (0: not
+// listed, past the capacity, and then ended the engine's way).
+uint64_t push_range(PyObject* name, uint32_t window) {
+  // Entries of an earlier window are stale: the engine started that thread's
+  // stack afresh when the window changed. They sit below any newer entry, so
+  // checking the top keeps every entry in one window.
+  while (t_open.count > 0 && t_open.ranges[t_open.count - 1].window != window) pop_range();
+  if (t_open.count == OpenRanges::kCapacity) return 0;
+  Py_INCREF(name);
+  t_open.ranges[t_open.count++] = {++t_open.next_serial, name, window, false};
+  return t_open.next_serial;
+}
+
+// The index of `serial` among this thread's open ranges, or -1.
+int64_t find_range(uint64_t serial) {
+  for (uint32_t i = t_open.count; i-- > 0;) {
+    if (t_open.ranges[i].serial == serial) return i;
+  }
+  return -1;
+}
+
+// Ends range `index` and every range above it (all ended already) in the
+// engine, then any ranges below that were waiting only for these.
+void end_ranges_from(uint32_t index) {
+  while (t_open.count > index) {
+    pk_end_event();
+    pop_range();
+  }
+  while (t_open.count > 0 && t_open.ranges[t_open.count - 1].ended) {
+    pk_end_event();
+    pop_range();
+  }
+}
+
+// The innermost range above `index` still open, or -1 when none is.
+int64_t open_range_above(uint32_t index) {
+  for (uint32_t i = t_open.count; i-- > index + 1;) {
+    if (!t_open.ranges[i].ended) return i;
+  }
+  return -1;
+}
+
 void record_event_dealloc(PyObject* obj) {
   RecordEventObject* self = reinterpret_cast<RecordEventObject*>(obj);
   // A range still open is left to the engine (reported as unfinished): ending
   // it here could close another event of whatever thread runs the finalizer.
+  // On its own thread it is marked ended, so that it does not hold up the
+  // ranges below it: they end it with them.
+  if (self->open && self->serial != 0 && self->thread == PyThread_get_thread_ident()) {
+    const int64_t index = find_range(self->serial);
+    if (index >= 0) t_open.ranges[index].ended = true;
+  }
   Py_CLEAR(self->name);
 #ifndef Py_GIL_DISABLED
   if (g_event_free_count < kEventFreeListSize) {
@@ -195,7 +278,11 @@ bool begin(RecordEventObject* self) {
   self->open = 1;
   self->thread = PyThread_get_thread_ident();
   self->window = window;
-  if (window != 0) pk_begin_event_str(self->utf8, static_cast<pk_event_type>(self->type));
+  self->serial = 0;
+  if (window != 0) {
+    pk_begin_event_str(self->utf8, static_cast<pk_event_type>(self->type));
+    self->serial = push_range(self->name, window);
+  }
   return true;
 }
 
@@ -213,8 +300,25 @@ bool end(RecordEventObject* self) {
   }
   self->open = 0;
   // Only a range that began in this same recording window is recorded.
-  if (self->window != 0 && self->window == current_window()) pk_end_event();
-  return true;
+  if (self->window == 0 || self->window != current_window()) return true;
+  const int64_t index = self->serial != 0 ? find_range(self->serial) : -1;
+  if (index < 0) {  // not listed (past the capacity): the innermost is ours
+    pk_end_event();
+    return true;
+  }
+  const int64_t later = open_range_above(static_cast<uint32_t>(index));
+  if (later < 0) {
+    end_ranges_from(static_cast<uint32_t>(index));
+    return true;
+  }
+  t_open.ranges[index].ended = true;
+  PyObject* later_name = t_open.ranges[later].name;
+  return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                          "RecordEvent %R ended while %R, begun after it on the same thread, was still open. Ranges "
+                          "on one thread must nest; interleaved asyncio tasks, or begin()/end() called crosswise, "
+                          "break that. %R is recorded as ending when %R ends; time overlapping work in ranges "
+                          "that nest, or on threads of their own",
+                          self->name, later_name, self->name, later_name) == 0;
 }
 
 PyObject* method_begin(PyObject* self, PyObject*) {
@@ -466,7 +570,9 @@ constexpr const char* kDoc =
     "Use it as a context manager (``with RecordEvent(\"load\"):``), call\n"
     "``begin()`` and ``end()``, or decorate a function (``@RecordEvent(\"load\")``:\n"
     "each call is a range). Outside a recording window they are no-ops that\n"
-    "cost tens of nanoseconds. Ranges nest; each thread keeps its own nesting.\n\n"
+    "cost tens of nanoseconds. Ranges nest; each thread keeps its own nesting.\n"
+    "A range that ends while one begun after it on the same thread is still\n"
+    "open (interleaved asyncio tasks) warns, and is recorded as ending with it.\n\n"
     "One object marks one range at a time: ``begin()`` twice without ``end()``,\n"
     "``end()`` without ``begin()``, or ``end()`` on another thread raise\n"
     "RuntimeError and record nothing. A range whose begin and end fall in\n"

@@ -17,6 +17,7 @@ written) or 2 (a bad command line), with one line on stderr:
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import warnings
 from typing import List, NoReturn, Optional, Sequence
@@ -170,10 +171,20 @@ def _default_output(path: str) -> str:
     return stem + CHROME_SUFFIX
 
 
+def _output_file(output: str) -> str:
+    """``-o``'s value, refused up front when it cannot name a file to write."""
+    if not output:
+        raise _UsageError("-o/--output is empty; give the file to write")
+    if os.path.isdir(output):
+        example = os.path.join(output, "trace.json")
+        raise _UsageError(f"-o/--output {output!r} is a directory; give a file path, e.g. {example!r}")
+    return output
+
+
 def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    output = args.output or _default_output(args.file)
+    output = _default_output(args.file) if args.output is None else _output_file(args.output)
     if output.endswith(PKTRACE_SUFFIX) and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
     result = load_profiler_result(args.file)
@@ -248,7 +259,8 @@ def _summary_ranks(args: argparse.Namespace) -> None:
 def _merge(args: argparse.Namespace) -> None:
     from .merge import merge_traces
 
-    if args.output.endswith(PKTRACE_SUFFIX):
+    output = _output_file(args.output)
+    if output.endswith(PKTRACE_SUFFIX):
         raise _UsageError(
             f"merge writes Chrome trace JSON, not a .pktrace: name the output .trace.json (or .json), "
             f"not {args.output!r}"
@@ -256,7 +268,7 @@ def _merge(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = merge_traces(
-            args.inputs, args.output, strict=not args.allow_mismatch, include_flows=not args.no_flows
+            args.inputs, output, strict=not args.allow_mismatch, include_flows=not args.no_flows
         )
     _print_warnings(caught)
     names = ", ".join(i.name for i in report.inputs)

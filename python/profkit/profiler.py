@@ -292,6 +292,7 @@ class Profiler:
         self._parent_pid: Optional[int] = None  # set in a multiprocessing child: the Profiler is its parent's
         self._gpu_tracing = False
         self._windows = 0  # windows delivered since start()
+        self._runs = 0  # start()s so far: tells step() that on_trace_ready restarted the Profiler
         self._in_callback = False
         # Profiler.step()'s shortcut runs while step_num + 1 < _steady_until:
         # 0 when it must not (not started, timer_only, in a transition).
@@ -374,6 +375,7 @@ class Profiler:
         self._windows = 0
         self._perf_summary = None
         self._started = True
+        self._runs += 1
         self._timer.start()
         self._steady_until = 0 if self.timer_only else self._next_change()
 
@@ -436,10 +438,13 @@ class Profiler:
             _C.step_begin(self.step_num)
             self._steady_until = self._next_change()
             return
+        run = self._runs
         try:
             self._deliver(result, transition.improper)
         finally:
-            if self._started:  # on_trace_ready may have stopped the Profiler
+            # on_trace_ready may have stopped the Profiler, or stopped and
+            # started it again: then start() has begun the new run's step 0.
+            if self._started and self._runs == run:
                 _C.step_begin(self.step_num)
                 self._timer.restart_step()  # the callback's time is not the next step's
                 self._steady_until = self._next_change()
@@ -516,12 +521,9 @@ class Profiler:
     def export(self, path: str, format: str = "json") -> None:
         """Writes the latest window: ``format="json"`` Chrome trace JSON, ``"pb"`` a ``.pktrace`` file."""
         result = self._require_result("export")
-        if format == "json":
-            result.export_chrome_tracing(path)
-        elif format in ("pb", "pktrace"):
-            result.save(path)
-        else:
+        if format not in ("json", "pb", "pktrace"):
             raise ValueError(f"Profiler.export: format must be 'json' or 'pb', got {format!r}")
+        result.save(path, format)
 
     def summary(
         self,

@@ -380,9 +380,23 @@ class ProfilerResult:
         )
 
     # ---- writing and summaries ------------------------------------------------
-    def save(self, path: PathLike) -> None:
-        """Writes the trace as a ``.pktrace`` file (temp file + rename)."""
-        self._result.save(os.fsencode(path))  # bytes: a name that is not UTF-8 still works
+    def save(self, path: PathLike, format: Optional[str] = None) -> None:
+        """Writes the trace (temp file + rename): ``format="pb"`` a ``.pktrace`` file, ``"json"`` Chrome trace JSON.
+
+        paddle.profiler's ``ProfilerResult.save(path, format)`` takes the
+        same formats. Without ``format`` the path's suffix decides: ``.json``
+        writes Chrome trace JSON, anything else ``.pktrace``.
+        """
+        if format is None:
+            format = "json" if os.fspath(path)[-5:] in (".json", b".json") else "pb"
+        if format == "json":
+            self.export_chrome_tracing(path)
+        elif format in ("pb", "pktrace"):
+            self._result.save(os.fsencode(path))  # bytes: a name that is not UTF-8 still works
+        else:
+            raise ValueError(
+                f"ProfilerResult.save: format must be 'json' or 'pb' (or None: by the suffix), got {format!r}"
+            )
 
     def export_chrome_tracing(self, path: PathLike, label_durations: bool = False, include_flows: bool = True) -> None:
         """Writes the trace as Chrome trace JSON (chrome://tracing, ui.perfetto.dev).

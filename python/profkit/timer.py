@@ -15,9 +15,12 @@ first ``warmup_steps`` steps (10, as paddle.profiler) when the run has more
 steps than that, and says so.
 
 Thread-safety: a StepTimer belongs to the thread that drives its Profiler.
-Data loading may be marked on any thread; all of it counts.
+Data loading may be marked on any thread; all of it counts. A step that
+ends on another thread than it began counts no reader cost: the two
+threads' reader totals cannot be subtracted.
 """
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -103,6 +106,7 @@ class StepTimer:
         self._samples: List[Optional[int]] = []
         self._step_start = 0
         self._reader_mark = 0  # reader_time_ns() when the step in progress began
+        self._reader_thread = 0  # the thread whose reader total _reader_mark is
         self._info_from = 0  # first step not yet reported by step_info
         self._running = False
 
@@ -132,16 +136,21 @@ class StepTimer:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
         reader_total = reader_time_ns()
+        thread = threading.get_ident()
         self._batch_ns.append(now - self._step_start)
-        self._reader_ns.append(reader_total - self._reader_mark)
+        # Reader totals are per thread: a mark taken on another thread (start()
+        # there, step() here) is not comparable, so this step counts none.
+        self._reader_ns.append(reader_total - self._reader_mark if thread == self._reader_thread else 0)
         self._samples.append(num_samples)
         self._reader_mark = reader_total
+        self._reader_thread = thread
         self._step_start = now
 
     def restart_step(self) -> None:
         """Restarts the step in progress now (leaves out the profiler's own work, such as on_trace_ready)."""
         self._step_start = clock_ns()
         self._reader_mark = reader_time_ns()
+        self._reader_thread = threading.get_ident()
 
     def step_info(self, unit: Optional[str] = None) -> str:
         """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"``, averaged over the steps since the last call.

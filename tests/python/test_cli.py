@@ -108,6 +108,16 @@ def test_bad_files(tmp_path, trace):
     assert status == 1 and "is a directory" in err
 
 
+def test_an_output_that_names_no_file_is_refused_before_anything_is_written(tmp_path, trace):
+    default = trace[: -len(".pktrace")] + ".trace.json"
+    status, out, err = run("export", trace, "-o", "")
+    assert status == 2 and out == "" and "-o/--output is empty" in err and not os.path.exists(default)
+    status, out, err = run("export", trace, "-o", str(tmp_path))
+    assert status == 2 and "is a directory; give a file path" in err and err.count("\n") == 1
+    status, out, err = run("merge", trace, "-o", str(tmp_path))
+    assert status == 2 and "is a directory; give a file path" in err
+
+
 def test_version():
     status, out, _ = run("--version")
     assert status == 0 and out.startswith("profkit ")

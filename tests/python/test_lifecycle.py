@@ -788,3 +788,22 @@ def test_functions_for_multiprocessing_children_run_once_there_and_not_in_os_for
     ran_in_plain_fork = os.read(read, 1) == b"1"
     os.close(read)
     assert ran_once and not ran_in_plain_fork and _calls_in_child == []
+
+
+def test_on_trace_ready_may_restart_the_profiler_and_the_new_run_has_one_step_zero():
+    windows = []
+
+    def restart_after_first(prof):
+        windows.append(prof.profiler_result.steps)
+        if len(windows) == 1:
+            prof.stop()
+            prof.start()  # begins the new run's step 0; step() must not begin it again
+
+    p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=2), on_trace_ready=restart_after_first)
+    p.start()
+    p.step()
+    p.step()  # delivers steps 0-1; the callback restarts at step 0
+    assert p.step_num == 0 and _C.current_step() == 0
+    p.step()
+    p.stop()
+    assert windows == [[0, 1], [0, 1]]

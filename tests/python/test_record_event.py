@@ -201,6 +201,79 @@ def test_a_range_from_an_earlier_window_is_not_ended_in_the_next_one():
     assert rows(ProfilerResult(_C.collect())) == [("new", 14, 0)]
 
 
+def spans(result):
+    """{name: (start_ns, end_ns)} of a result whose names are unique."""
+    ev = result.events
+    return {name: (int(start), int(end)) for name, start, end in zip(ev["name"], ev["start_ns"], ev["end_ns"])}
+
+
+def test_a_range_ended_before_a_later_one_warns_and_ends_with_it():
+    # Crosswise begin()/end() on one thread: "a" ends while "b", begun after
+    # it, is open. Ending the engine's innermost event would give "b" the end
+    # time of "a" and "a" that of "b"; instead "b" keeps its own times and
+    # "a" ends with it, still its parent.
+    import time
+
+    a, b = RecordEvent("a"), RecordEvent("b")
+
+    def body():
+        a.begin()
+        b.begin()
+        time.sleep(0.002)
+        with pytest.warns(RuntimeWarning, match="RecordEvent 'a' ended while 'b', begun after it on the same thread"):
+            a.end()
+        time.sleep(0.005)
+        b.end()
+
+    result = recorded(body)
+    assert rows(result) == [("a", 14, 0), ("b", 14, 1)]
+    (a_start, a_end), (b_start, b_end) = spans(result)["a"], spans(result)["b"]
+    assert b_end - b_start >= 7_000_000  # b's own time, not cut at a.end()
+    assert a_start <= b_start and a_end >= b_end  # ended right after "b", its child
+    assert _C.counters()["unmatched_ends"] == 0 and result.info["unfinished_events"] == 0
+
+
+def test_interleaved_asyncio_tasks_keep_the_later_range_exact():
+    import asyncio
+    import warnings
+
+    async def request(name, delay):
+        with RecordEvent(name):
+            await asyncio.sleep(delay)
+
+    async def both():
+        first = asyncio.ensure_future(request("fast", 0.01))
+        await asyncio.sleep(0.002)  # "slow" begins after "fast"
+        await asyncio.gather(first, request("slow", 0.03))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = recorded(lambda: asyncio.run(both()))
+    assert any("RecordEvent 'fast' ended while 'slow'" in str(w.message) for w in caught)
+    got = spans(result)
+    assert got["slow"][1] - got["slow"][0] >= 30_000_000
+    assert got["fast"][1] >= got["slow"][1]  # ended with "slow", not before it
+    assert result.info["unfinished_events"] == 0
+
+
+def test_a_range_abandoned_open_does_not_hold_up_the_one_below_it():
+    import gc
+
+    outer = RecordEvent("outer")
+
+    def body():
+        outer.begin()
+        RecordEvent("abandoned").begin()  # dropped while open on this thread
+        gc.collect()
+        outer.end()  # ends "outer" now, and the abandoned range inside it
+        with RecordEvent("after"):
+            pass
+
+    result = recorded(body)
+    assert rows(result) == [("outer", 14, 0), ("abandoned", 14, 1), ("after", 14, 0)]
+    assert result.info["unfinished_events"] == 0
+
+
 @pytest.mark.parametrize(
     "args, kwargs, error, message",
     [

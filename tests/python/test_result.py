@@ -170,6 +170,24 @@ def test_export_chrome_tracing_and_save(saved, tmp_path):
     assert load_profiler_result(tmp_path / "copy.pktrace").info == live.info
 
 
+def test_save_takes_paddles_format_argument_and_otherwise_goes_by_the_suffix(saved, tmp_path):
+    import json
+
+    live, _ = saved
+    live.save(tmp_path / "a.json")  # paddle.profiler scripts: ProfilerResult.save(path) with a .json path
+    live.save(tmp_path / "b.out", "json")
+    live.save(tmp_path / "c.out", format="pb")
+    live.save(tmp_path / "d.out")
+    for name in ("a.json", "b.out"):
+        assert "traceEvents" in json.loads((tmp_path / name).read_text())
+    for name in ("a.json", "b.out", "c.out", "d.out"):
+        assert load_profiler_result(tmp_path / name).info == live.info
+    assert (tmp_path / "c.out").read_bytes()[:1] != b"{" and (tmp_path / "d.out").read_bytes()[:1] != b"{"
+    with pytest.raises(ValueError, match="format must be 'json' or 'pb'"):
+        live.save(tmp_path / "e.out", "protobuf")
+    assert not (tmp_path / "e.out").exists()
+
+
 def test_file_names_that_are_not_utf8_save_export_and_load(saved, tmp_path):
     """Linux file names are bytes; Python hands undecodable ones over with
     surrogate escapes (os.listdir, glob), which must reach the engine intact."""

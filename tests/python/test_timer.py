@@ -309,3 +309,32 @@ def test_a_range_inside_another_is_part_of_it():
     assert 0.004 * 1e9 <= second
     ev = windows[0].events
     assert list(ev["name"][ev["type"] == int(profkit.TracerEventType.Dataloader)]) == ["outer", "next"]
+
+
+def test_a_step_ending_on_another_thread_than_it_began_counts_no_reader_cost():
+    # Reader totals are per thread: start() on the main thread after a fetch
+    # there, step() on a worker, must not subtract one thread's total from
+    # another's (it gave negative reader costs and a negative Reader Ratio).
+    import threading
+
+    with dataloader_range():
+        time.sleep(0.01)  # the main thread's total is now ahead of the worker's
+    p = Profiler(timer_only=True)
+    p.start()
+
+    def drive():
+        with dataloader_range():
+            time.sleep(0.002)
+        p.step(8)  # began on the main thread: no comparable mark
+        with dataloader_range():
+            time.sleep(0.002)
+        p.step(8)  # began and ended here: its own fetch
+
+    worker = threading.Thread(target=drive)
+    worker.start()
+    worker.join()
+    p.stop()
+    reader = p._timer._reader_ns
+    assert reader[0] == 0
+    assert reader[1] >= 0.002 * 1e9
+    assert p.perf_summary.reader_ratio >= 0 and p.perf_summary.reader_cost.min >= 0
