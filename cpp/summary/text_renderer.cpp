@@ -1,6 +1,7 @@
 #include "summary/text_renderer.h"
 
 #include "common/utf8.h"
+#include "summary/terminal_width.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -95,23 +96,13 @@ void end_line(std::string& out, std::string& line) {
 
 }  // namespace
 
-size_t display_width(std::string_view text) noexcept {
-  size_t n = 0;
-  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 std::string fit_label(std::string_view text, size_t width) {
   std::string s = printable(text);
-  if (display_width(s) <= width) return s;
+  if (terminal_width(s) <= width) return s;
   const size_t keep = width > 3 ? width - 3 : 0;
-  // Cut after `keep` code points, never inside one.
-  size_t bytes = 0;
-  for (size_t points = 0; bytes < s.size() && points < keep; ++points) {
-    ++bytes;
-    while (bytes < s.size() && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) ++bytes;
-  }
-  s.resize(bytes);
+  // Never inside a character; a wide one that does not fit whole leaves a
+  // column short, which the table's padding fills.
+  s.resize(prefix_fitting(s, keep));
   s += std::string("...").substr(0, width - keep);
   return s;
 }
@@ -143,13 +134,13 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
   std::vector<PrintedColumn> columns = printed_columns(t);
   // Cells as text, row by row: the label, then one per printed column.
   std::vector<std::vector<std::string>> cells(t.rows.size());
-  size_t label_width = display_width(t.columns[0].name);
+  size_t label_width = terminal_width(t.columns[0].name);
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const SummaryRow& row = t.rows[r];
     std::vector<std::string>& line = cells[r];
     const std::string indent(2 * static_cast<size_t>(row.level), ' ');
     line.push_back(indent + fit_label(row.label, kMaxLabelWidth > indent.size() ? kMaxLabelWidth - indent.size() : 1));
-    label_width = std::max(label_width, display_width(line[0]));
+    label_width = std::max(label_width, terminal_width(line[0]));
     for (PrintedColumn& c : columns) {
       std::string text;
       for (size_t k = 0; k < c.values.size(); ++k) {
@@ -161,7 +152,7 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
   }
   bool has_time = false;
   for (PrintedColumn& c : columns) {
-    c.width = display_width(c.header);
+    c.width = terminal_width(c.header);
     for (size_t v : c.values) has_time |= t.columns[v + 1].kind == ColumnKind::kTime;
   }
   for (const std::vector<std::string>& line : cells) {
@@ -187,7 +178,7 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
         used += kGap;
       }
       line += texts[k];
-      const size_t w = display_width(texts[k]);
+      const size_t w = terminal_width(texts[k]);
       pad_to(line, w, widths[k]);
       used += std::max(w, widths[k]);
     }

@@ -18,7 +18,7 @@
 
 namespace profkit {
 
-// Widest name column, in characters, before names are cut.
+// Widest name column, in terminal columns, before names are cut.
 constexpr size_t kMaxLabelWidth = 60;
 
 std::string render_summary_text(const Summary& summary);
@@ -26,9 +26,7 @@ void render_table_text(std::string& out, const SummaryTable& table, TimeUnit uni
 
 // One value as the text shows it ("12.35", "1.50 MiB", "-").
 std::string format_value(double value, ColumnKind kind, TimeUnit unit);
-// `text` made printable, cut to `width` characters with "..." if longer.
+// `text` made printable, cut to `width` terminal columns with "..." if wider.
 std::string fit_label(std::string_view text, size_t width);
-// Characters (UTF-8 code points) of printable text.
-size_t display_width(std::string_view text) noexcept;
 
 }  // namespace profkit

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "summary/json_writer.h"
+#include "summary/terminal_width.h"
 #include "summary/text_renderer.h"
 #include "summary_builder.h"
 
@@ -143,22 +144,19 @@ TEST(SummaryText, TimeUnits) {
   }
 }
 
-// The offset (in characters) of the column after the label in every body
-// line: header and rows must agree.
+// The offset (in terminal columns) of the column after the label in every
+// body line: header and rows must agree.
 void expect_aligned(const std::string& text, size_t expected_rows) {
   const std::vector<std::string> lines = lines_of(text);
   ASSERT_GE(lines.size(), 6u);
   const std::string& header = lines[3];
-  const size_t calls = profkit::display_width(header.substr(0, header.find("Calls")));
+  const size_t calls = profkit::terminal_width(header.substr(0, header.find("Calls")));
   size_t rows = 0;
   for (size_t i = 5; i < lines.size() && lines[i].rfind("--", 0) != 0; ++i, ++rows) {
     // Everything up to the Calls column is the (padded) label and two spaces.
     const std::string& line = lines[i];
-    size_t bytes = 0;
-    for (size_t chars = 0; chars < calls && bytes < line.size(); ++chars) {
-      ++bytes;
-      while (bytes < line.size() && (static_cast<unsigned char>(line[bytes]) & 0xC0) == 0x80) ++bytes;
-    }
+    const size_t bytes = profkit::prefix_fitting(line, calls);
+    ASSERT_EQ(profkit::terminal_width(line.substr(0, bytes)), calls) << "misaligned: " << line;
     ASSERT_LT(bytes, line.size()) << line;
     EXPECT_NE(line[bytes], ' ') << "misaligned: " << line;
     EXPECT_EQ(line[bytes - 1], ' ') << "misaligned: " << line;
@@ -180,6 +178,42 @@ TEST(SummaryText, LongAndHostileNamesAreCutAndColumnsStayAligned) {
   EXPECT_EQ(text.find(std::string(profkit::kMaxLabelWidth - 2, 'x')), std::string::npos);
   EXPECT_NE(text.find("bad??name?"), std::string::npos);
   EXPECT_NE(text.find("caf\xC3\xA9 \xE2\x82\xAC"), std::string::npos);
+}
+
+TEST(SummaryText, WideCharactersTakeTwoColumnsAndMarksNone) {
+  TraceBuilder b(0, 1000);
+  b.event(1, "\xE6\x95\xB0\xE6\x8D\xAE\xE5\x8A\xA0\xE8\xBD\xBD", PK_EVENT_USER_DEFINED, 0, 100);  // 数据加载
+  b.event(1, "uni \xE2\x9C\x93 \xF0\x9F\x98\x80", PK_EVENT_USER_DEFINED, 100, 150);               // uni ✓ 😀
+  b.event(1, "e\xCC\x81t\xCC\x81", PK_EVENT_USER_DEFINED, 200, 210);                              // é t́, combining
+  std::string long_cjk;
+  for (int k = 0; k < 40; ++k) long_cjk += "\xE5\x89\x8D";  // 前: 80 columns, past the label's 60
+  b.event(1, long_cjk, PK_EVENT_USER_DEFINED, 300, 310);
+  auto r = b.build();
+  const std::string text = render(*r, SummaryView::kUserDefined);
+  expect_aligned(text, 4);
+  // Cut to 28 whole characters (56 columns) and "...", never inside one.
+  std::string cut;
+  for (int k = 0; k < 28; ++k) cut += "\xE5\x89\x8D";
+  EXPECT_NE(text.find(cut + "...  "), std::string::npos) << text;
+}
+
+TEST(TerminalWidth, CountsColumnsAsTerminalsDraw) {
+  EXPECT_EQ(profkit::terminal_width("abc"), 3u);
+  EXPECT_EQ(profkit::terminal_width("caf\xC3\xA9"), 4u);
+  EXPECT_EQ(profkit::terminal_width("\xE6\x97\xA5\xE6\x9C\xAC"), 4u);  // 日本
+  EXPECT_EQ(profkit::terminal_width("\xF0\x9F\x98\x80"), 2u);          // 😀
+  EXPECT_EQ(profkit::terminal_width("\xEF\xBC\xA1"), 2u);              // Ａ fullwidth
+  EXPECT_EQ(profkit::terminal_width("e\xCC\x81"), 1u);                 // e + combining acute
+  EXPECT_EQ(profkit::terminal_width("a\xE2\x80\x8B"
+                                    "b"),
+            2u);                                           // zero-width space
+  EXPECT_EQ(profkit::terminal_width("\xE2\x9C\x93"), 1u);  // ✓ narrow
+  EXPECT_EQ(profkit::terminal_width("\xEA\xB0\x80"), 2u);  // 가 Hangul
+  // A prefix never ends inside a wide character, and keeps a mark with its letter.
+  EXPECT_EQ(profkit::prefix_fitting("\xE6\x97\xA5\xE6\x9C\xAC", 3), 3u);
+  EXPECT_EQ(profkit::prefix_fitting("e\xCC\x81x", 1), 3u);
+  EXPECT_EQ(profkit::prefix_fitting("abc", 0), 0u);
+  EXPECT_EQ(profkit::prefix_fitting("abc", 10), 3u);
 }
 
 TEST(SummaryText, NestedLongNamesKeepTheColumnWidth) {
