@@ -2,6 +2,8 @@
 
 import collections
 import re
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -14,7 +16,9 @@ from profkit.integrations._torch_fallback import format_shapes, schema_inputs  #
 
 from torch_helpers import enclosing_types, make_loader, names_of_type, train  # noqa: E402
 
+nn = torch.nn
 OPERATOR = int(TracerEventType.Operator)
+OPTIMIZATION = int(TracerEventType.Optimization)
 
 
 def dispatch_modes():
@@ -143,6 +147,131 @@ def test_fallback_takes_optimizer_steps_from_hooks(pk_torch):
     pk_torch.disable()
     assert len(optimizer_module._global_optimizer_pre_hooks) == before
 
+
+
+def test_a_with_block_restores_the_recorder_in_use_before_it(pk_torch):
+    pk_torch.enable(record_shapes=True)  # "auto": the native hook
+    outer = pk_torch._current.options
+    with pk_torch.enable(backend="python"):
+        assert pk_torch.backend() == "python" and pk_torch._current.options.record_shapes is None
+        with pk_torch.enable():  # "auto" keeps the recorder in use
+            assert pk_torch.backend() == "python"
+        assert pk_torch.backend() == "python"
+    assert pk_torch.backend() == "native" and pk_torch._current.options == outer
+    events = train(make_loader(n=4, batch_size=4)).profiler_result.events
+    operators = collections.Counter(names_of_type(events, OPERATOR))
+    assert operators["aten::linear"] == 1 and operators["aten::addmm"] == 1  # the native hook's, once
+    pk_torch.disable()
+    pk_torch.enable(backend="python")
+    with pk_torch.enable(backend="native"):
+        assert pk_torch.backend() == "native"
+    assert pk_torch.backend() == "python" and pk_torch._current.options.backend == "python"
+
+
+def test_the_fallbacks_one_time_cost_is_paid_in_enable_not_in_a_recorded_step():
+    # The first operator through a TorchDispatchMode imports torch._dynamo
+    # (seconds). In a fresh process: nothing torch imports should be left
+    # for the first recorded step.
+    script = (
+        "import sys, torch, profkit\n"
+        "import profkit.integrations.torch as pk_torch\n"
+        "pk_torch.enable(backend='python')\n"
+        "before = set(sys.modules)\n"
+        "with profkit.Profiler(on_trace_ready=lambda p: None) as prof:\n"
+        "    torch.ones(2).mul(2)\n"
+        "assert 'aten::mul' in prof.profiler_result.events['name']\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.startswith('torch')))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"
+
+
+def fail():
+    raise RuntimeError("loss is NaN")
+
+
+def custom_optimizer_class(name):
+    """A new optimizer class with a step of its own: torch hooks its step when its first optimizer is made."""
+
+    def __init__(self, params):
+        torch.optim.Optimizer.__init__(self, params, {})
+
+    def step(self, closure=None):
+        if closure is not None:
+            closure()
+
+    return type(name, (torch.optim.Optimizer,), {"__init__": __init__, "step": step})
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_an_optimizer_step_that_raises_is_recorded_and_closed(pk_torch, backend):
+    from profkit.integrations import _torch_hooks
+
+    custom = custom_optimizer_class("Custom")  # hooked by torch after enable()
+    pk_torch.enable(backend=backend)
+    param = nn.Parameter(torch.ones(3))
+    param.grad = torch.ones(3)
+    optimizers = [torch.optim.SGD([param], lr=0.1), custom([param])]
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for optimizer in optimizers * 2:
+            with pytest.raises(RuntimeError, match="loss is NaN"):
+                optimizer.step(fail)  # raises inside the step, after the pre hooks
+            optimizer.step()
+            prof.step()
+    result = prof.profiler_result
+    events = result.events
+    assert names_of_type(events, OPTIMIZATION) == ["SGD.step", "SGD.step", "Custom.step", "Custom.step"] * 2
+    assert result.info["unfinished_events"] == 0
+    if backend == "python":
+        assert _torch_hooks._optimizer_steps.open == []  # nothing left open on this thread
+
+
+def test_a_step_kept_from_before_enable_that_raises_leaves_nothing_open(pk_torch):
+    from profkit.integrations import _torch_hooks
+
+    param = nn.Parameter(torch.ones(3))
+    param.grad = torch.ones(3)
+    optimizer = torch.optim.SGD([param], lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)  # keeps the optimizer's step as it is now
+    pk_torch.enable(backend="python")
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        with pytest.raises(RuntimeError, match="loss is NaN"):
+            optimizer.step(fail)
+        for _ in range(2):
+            optimizer.step()
+            scheduler.step()
+            prof.step()
+    # The step that raised went around the wrappers: its end was not seen, so
+    # it is left out, and what it left open is gone at the next step.
+    assert names_of_type(prof.profiler_result.events, OPTIMIZATION) == ["SGD.step"] * 2
+    assert _torch_hooks._optimizer_steps.open == []
+
+
+def test_disable_gives_optimizer_classes_back_their_own_steps(pk_torch):
+    import torch.optim.optimizer as optimizer_module
+
+    hooked_before, hooked_while_enabled = custom_optimizer_class("Before"), custom_optimizer_class("While")
+    own_step = hooked_while_enabled.__dict__["step"]
+    param = nn.Parameter(torch.ones(3))
+    hooked_before([param])
+    torchs_step = hooked_before.__dict__["step"]
+    pk_torch.enable(backend="python")
+    assert hooked_before.__dict__["step"] is not torchs_step  # wrapped, to end a step that raises
+    hooked_while_enabled([param])
+    pk_torch.disable()
+    assert hooked_before.__dict__["step"] is torchs_step
+    step = hooked_while_enabled.__dict__["step"]
+    assert step.hooked and step.__wrapped__ is own_step  # torch's wrapper around the class's own
+    optimizer = hooked_while_enabled([param])
+    assert hooked_while_enabled.__dict__["step"] is step  # not hooked a second time
+    calls = []
+    handle = optimizer_module.register_optimizer_step_pre_hook(lambda *args: calls.append(1))
+    try:
+        optimizer.step()
+    finally:
+        handle.remove()
+    assert calls == [1]
 
 
 class UserMode(torch.utils._python_dispatch.TorchDispatchMode):

@@ -471,6 +471,48 @@ def test_activation_checkpointing_recomputes_inside_backward_not_as_a_forward(pk
     assert names_of_type(events, BACKWARD) == ["backward"] * 2
 
 
+class Flip(nn.Module):
+    """A transform that is a module, as torchvision's transforms.v2 are."""
+
+    def forward(self, x):
+        return x.flip(0)
+
+
+class TransformedDataset(torch.utils.data.Dataset):
+    """Runs its transform module in __getitem__; item 5 fails."""
+
+    transform = Flip()
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        if index == 5:
+            raise ValueError("unreadable item")
+        return self.transform(torch.full((3,), float(index)))
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_a_module_called_while_a_batch_is_fetched_is_part_of_the_dataloader_event(pk_torch, backend):
+    pk_torch.enable(backend=backend)
+    model = nn.Linear(3, 2)
+    failing = torch.utils.data.DataLoader(TransformedDataset(), batch_size=1, sampler=[5])
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for x in torch.utils.data.DataLoader(TransformedDataset(), batch_size=2):
+            model(x)
+            prof.step()
+        with pytest.raises(ValueError, match="unreadable item"):
+            next(iter(failing))
+        model(torch.ones(3))  # a fetch that raised left no data loading behind: top-level again
+    events = events_of(prof)
+    # The transform's time is in Dataloader only, not in a Forward event as well
+    # (the Model summary would count it twice).
+    assert names_of_type(events, FORWARD) == ["Linear.forward"] * 3
+    assert names_of_type(events, DATALOADER) == ["DataLoader.__next__"] * 4
+    flips = enclosing_types(events, "aten::flip")
+    assert len(flips) == 4 and all(DATALOADER in around and FORWARD not in around for around in flips)
+
+
 def test_record_shapes(pk_torch):
     pk_torch.enable(record_shapes=True)
     prof = train(make_loader(n=4, batch_size=4))

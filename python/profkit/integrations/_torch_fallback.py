@@ -31,6 +31,7 @@ on another thread than the one it opened on leaves the mode on the opening
 thread's stack, inert, until a window opens or closes there again.
 """
 
+import importlib
 import threading
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -138,6 +139,12 @@ class OperatorRecorder:
 
     def __init__(self, torch: ModuleType) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
+
+        # torch wraps a mode's __torch_dispatch__ so that Dynamo skips it
+        # (torch._compile._disable_dynamo), and that wrapper imports
+        # torch._dynamo at its first call: about 2 s, in the first recorded
+        # step. Paid here, in enable(), instead.
+        importlib.import_module("torch._dynamo")
 
         tensor_type = torch.Tensor
         names: Dict[Any, int] = {}

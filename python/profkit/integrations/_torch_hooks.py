@@ -5,16 +5,21 @@ What each records, and where it hooks in:
 - ``Forward`` -- each top-level ``nn.Module`` call on a thread (the model,
   the loss module), named ``"<ModuleClass>.forward"``. Submodule calls are
   inside it and are not events of their own, nor are module calls during a
-  backward pass (activation checkpointing's recomputed forward is Backward). ``nn.Module.__call__`` is
+  backward pass (activation checkpointing's recomputed forward is Backward)
+  or while a DataLoader fetches a batch on the thread (a transform module in
+  ``Dataset.__getitem__`` is Dataloader): the Model summary would count
+  their time twice. ``nn.Module.__call__`` is
   wrapped only while a Profiler records (``window()``). torch's global
   module hooks would cost several microseconds on every module call and
   turn off its fast path, even outside windows.
 - ``Backward`` -- each ``torch.autograd.backward`` call, which is what
   ``loss.backward()`` runs, named ``"backward"``.
 - ``Optimization`` -- each ``optimizer.step()``, named
-  ``"<OptimizerClass>.step"``, through torch's global optimizer step hooks
-  (with the native hook, from torch's own "Optimizer.step#SGD.step" range
-  instead, which costs no Python call).
+  ``"<OptimizerClass>.step"`` (with the native hook, from torch's own
+  "Optimizer.step#SGD.step" range, which costs no Python call). The
+  fallback begins and ends it in torch's global optimizer step hooks, and
+  wraps each optimizer class's step so that a step that raises, which skips
+  the post hook, is ended (and recorded) as the exception leaves it.
 - ``Dataloader`` -- each batch fetched from a ``torch.utils.data.DataLoader``
   iterator, named ``"DataLoader.__next__"``, as a data-loading range of the
   engine (``pk_data_loading_begin``/``end``): it also adds the fetch time to
@@ -56,11 +61,22 @@ BACKWARD_EVENT_NAME = "backward"
 
 class _PerThread(threading.local):
     forward_depth = 0
+    data_loading_depth = 0  # DataLoader fetches in progress (Python wrapper)
+
+
+class _OptimizerSteps(threading.local):
+    """The optimizer steps in progress on a thread, as their pre hook began them."""
+
+    wrapped = 0  # calls of our step wrappers in progress on the thread
 
     def __init__(self) -> None:
-        # The optimizer steps in progress on this thread (a step that raised
-        # leaves its range open; the next steps push and pop their own).
-        self.optimizer_steps: List[RecordEvent] = []
+        self.open: List[RecordEvent] = []
+
+
+# One for the process, not one per PythonHooks: a step wrapper may outlive the
+# hooks that made it (an LR scheduler keeps the step it found), and it must
+# still close what the current hooks opened.
+_optimizer_steps = _OptimizerSteps()
 
 
 class _Names:
@@ -160,8 +176,9 @@ class PythonHooks:
             # traces a module call it sees the plain call (a RecordEvent in
             # the trace would be a graph break). A module called during a
             # backward pass (checkpointing's recomputed forward) is part of
-            # Backward, not a Forward of its own.
-            if local.forward_depth or is_compiling() or graph_task_id() != -1:
+            # Backward, and one called while a batch is fetched is part of
+            # Dataloader, not a Forward of its own.
+            if local.forward_depth or local.data_loading_depth or is_compiling() or graph_task_id() != -1:
                 return original(module, *args, **kwargs)
             local.forward_depth = 1
             try:
@@ -206,23 +223,88 @@ class PythonHooks:
     # ---- Optimization -----------------------------------------------------------------
     def _install_optimizer(self) -> None:
         optim = importlib.import_module("torch.optim.optimizer")
-        local = self._local
+        steps = _optimizer_steps
         step_name = self._step_names
 
+        # Every path to a step runs torch's hooked step and so these hooks,
+        # the wrappers below too but for a step method kept from before
+        # enable() (an LR scheduler made then keeps the optimizer's).
         def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            open_steps = steps.open
+            if open_steps and not steps.wrapped:
+                # A step outside all of our wrappers (through a step method
+                # kept from before enable()), so inside no other step: what
+                # is open was left by such a step that raised. Its end is
+                # unknown: dropped, not recorded, rather than kept forever.
+                open_steps.clear()
             event = RecordEvent(step_name(type(optimizer)), _OPTIMIZATION)
             event.begin()
-            local.optimizer_steps.append(event)
+            open_steps.append(event)
 
         def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-            steps = local.optimizer_steps
-            if steps:
-                steps.pop().end()
+            open_steps = steps.open
+            if open_steps:
+                open_steps.pop().end()
 
         pre = optim.register_optimizer_step_pre_hook(before_step)
         post = optim.register_optimizer_step_post_hook(after_step)
         self._restore.append(pre.remove)
         self._restore.append(post.remove)
+        self._install_step_wrappers(optim.Optimizer)
+
+    def _install_step_wrappers(self, optimizer_class: type) -> None:
+        """Wraps torch's hooked step of every optimizer class, those hooked
+        later too, so that a step that raises ends the range its pre hook
+        began: torch skips the post hook then."""
+        is_compiling = self._torch.compiler.is_compiling
+
+        def ending_on_error(step: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(step)
+            def step_wrapper(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+                if is_compiling():  # as the Forward wrapper: Dynamo sees torch's step
+                    return step(optimizer, *args, **kwargs)
+                steps = _optimizer_steps
+                open_steps = steps.open
+                depth = len(open_steps)
+                steps.wrapped += 1
+                try:
+                    return step(optimizer, *args, **kwargs)
+                finally:
+                    steps.wrapped -= 1
+                    # Ended by the post hook unless the step raised: then as
+                    # the exception leaves it (the same time the native
+                    # hook's range ends).
+                    while len(open_steps) > depth:
+                        open_steps.pop().end()
+
+            step_wrapper._profkit_step_wrapper = True  # type: ignore[attr-defined]
+            return step_wrapper
+
+        # torch hooks a class's step the first time one of its optimizers is
+        # made (Optimizer._patch_step_function), through profile_hook_step.
+        original_hook_step = inspect.getattr_static(optimizer_class, "profile_hook_step")
+        hook_step = original_hook_step.__func__
+
+        def profile_hook_step(func: Callable[..., Any]) -> Callable[..., Any]:
+            return ending_on_error(hook_step(func))
+
+        ours = staticmethod(profile_hook_step)
+        optimizer_class.profile_hook_step = ours  # type: ignore[attr-defined]
+        self._restore.append(lambda: put_back(optimizer_class, "profile_hook_step", ours, original_hook_step))
+        for cls in _subclasses(optimizer_class):  # the classes hooked already
+            step = cls.__dict__.get("step")
+            if getattr(step, "hooked", False) and not getattr(step, "_profkit_step_wrapper", False):
+                cls.step = ending_on_error(step)  # type: ignore[attr-defined]
+
+        def unwrap_steps() -> None:
+            for cls in _subclasses(optimizer_class):
+                step = cls.__dict__.get("step")
+                if getattr(step, "_profkit_step_wrapper", False):
+                    hooked_step = step.__wrapped__
+                    hooked_step.hooked = True  # torch marked the wrapper; unmarked it would be hooked again
+                    cls.step = hooked_step  # type: ignore[attr-defined]
+
+        self._restore.append(unwrap_steps)
 
     # ---- Dataloader -------------------------------------------------------------------
     def _install_dataloader(self) -> None:
@@ -235,13 +317,33 @@ class PythonHooks:
             __next__ = self._native.CallRange(original, self._native.DATA_LOADING, DATALOADER_EVENT_NAME)
         else:
 
+            local = self._local
+
             @functools.wraps(original)
             def __next__(iterator: Any) -> Any:
                 with DataloaderRange(DATALOADER_EVENT_NAME):
-                    return original(iterator)
+                    local.data_loading_depth += 1  # read by the Forward wrapper
+                    try:
+                        return original(iterator)
+                    finally:
+                        local.data_loading_depth -= 1
 
         iterator_class.__next__ = __next__
         self._restore.append(lambda: put_back(iterator_class, "__next__", __next__, original))
+
+
+def _subclasses(cls: type) -> List[type]:
+    """``cls`` and every class derived from it, each once."""
+    found: List[type] = []
+    seen = set()
+    todo = [cls]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            found.append(current)
+            todo.extend(current.__subclasses__())
+    return found
 
 
 def put_back(owner: Any, name: str, ours: Any, original: Any) -> None:

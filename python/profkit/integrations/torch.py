@@ -147,10 +147,17 @@ def _resolve_backend(asked: str) -> str:
     return configured
 
 
+class _Setting(NamedTuple):
+    """What enable() left in effect: its options and the recorder it chose."""
+
+    options: _Options
+    backend: str  # in use: "native" or "python"
+
+
 class _Enabled:
     """enable()'s return value: ``with enable(...):`` restores the previous setting on exit."""
 
-    def __init__(self, previous: Optional[_Options]) -> None:
+    def __init__(self, previous: Optional[_Setting]) -> None:
         self._previous = previous
 
     def __enter__(self) -> "_Enabled":
@@ -160,13 +167,10 @@ class _Enabled:
         if self._previous is None:
             disable()
         else:
-            previous = self._previous
-            enable(
-                record_shapes=previous.record_shapes,
-                profile_memory=previous.profile_memory,
-                backend=previous.backend,
-                all_threads=previous.all_threads,
-            )
+            # The recorder that was in use, not the one asked for: "auto"
+            # would keep whatever the block switched to.
+            options, in_use = self._previous
+            _apply(_import_torch("enable"), options, in_use)
 
     def __repr__(self) -> str:
         return f"<profkit.integrations.torch enabled ({backend()})>"
@@ -198,7 +202,7 @@ def enable(
 
     Returns:
         A context manager: ``with enable(): ...`` disables again (or
-        restores the earlier options) on exit. Calling enable() alone keeps
+        restores the earlier options and operator recorder) on exit. Calling enable() alone keeps
         it on until disable(). Calling it again changes the options.
 
     Raises:
@@ -206,7 +210,6 @@ def enable(
         ValueError: an unknown backend.
         RuntimeError: backend="native" and the hook cannot be built or loaded.
     """
-    global _current
     for name, value in (("record_shapes", record_shapes), ("profile_memory", profile_memory)):
         if value is not None and not isinstance(value, bool):
             raise TypeError(f"profkit.integrations.torch.enable(): {name} must be a bool or None, not {value!r}")
@@ -214,36 +217,7 @@ def enable(
         raise TypeError(f"profkit.integrations.torch.enable(): all_threads must be a bool, not {all_threads!r}")
     chosen = _resolve_backend(backend)
     torch = _import_torch("enable")
-    with _lock:
-        previous = _current.options if _current is not None else None
-        options = _Options(record_shapes, profile_memory, backend, all_threads)
-        if _current is not None and chosen in ("auto", _current.backend):
-            _current.options = options  # same recorder: new options only
-            _follow_window(_current, _active_profiler())
-            return _Enabled(previous)
-        integration = _Integration(torch, options)
-        _choose_operator_recorder(integration, chosen)  # may build; raises before anything changes
-        if _current is not None:
-            _teardown(_current)
-            _current = None
-        try:
-            if integration.native is not None:
-                integration.native.install()
-                from ._torch_memory_window import MemoryWindow
-
-                integration.memory = MemoryWindow(torch, integration.native, integration.warn_once)
-                integration.memory.install()
-            integration.hooks.install()
-            if torch.distributed.is_available():  # collectives as Communication events
-                integration.distributed = torch_distributed._enable_for_integration()
-        except BaseException:
-            _teardown(integration)
-            raise
-        _window_listeners.add(_on_window)
-        _current = integration
-        _register_fork_handler()
-        _follow_window(integration, _active_profiler())
-        return _Enabled(previous)
+    return _apply(torch, _Options(record_shapes, profile_memory, backend, all_threads), chosen)
 
 
 def disable() -> None:
@@ -280,6 +254,40 @@ def build(*, rebuild: bool = False, verbose: bool = False) -> str:
 
 
 # ---- internals --------------------------------------------------------------------
+def _apply(torch: ModuleType, options: _Options, chosen: str) -> _Enabled:
+    """Puts ``options`` in effect with the recorder ``chosen`` ("auto": the current one, else as asked)."""
+    global _current
+    with _lock:
+        previous = _Setting(_current.options, _current.backend) if _current is not None else None
+        if _current is not None and chosen in ("auto", _current.backend):
+            _current.options = options  # same recorder: new options only
+            _follow_window(_current, _active_profiler())
+            return _Enabled(previous)
+        integration = _Integration(torch, options)
+        _choose_operator_recorder(integration, chosen)  # may build; raises before anything changes
+        if _current is not None:
+            _teardown(_current)
+            _current = None
+        try:
+            if integration.native is not None:
+                integration.native.install()
+                from ._torch_memory_window import MemoryWindow
+
+                integration.memory = MemoryWindow(torch, integration.native, integration.warn_once)
+                integration.memory.install()
+            integration.hooks.install()
+            if torch.distributed.is_available():  # collectives as Communication events
+                integration.distributed = torch_distributed._enable_for_integration()
+        except BaseException:
+            _teardown(integration)
+            raise
+        _window_listeners.add(_on_window)
+        _current = integration
+        _register_fork_handler()
+        _follow_window(integration, _active_profiler())
+        return _Enabled(previous)
+
+
 def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
     global _fallback_warned, _native_failure
     # "auto" tries to build once per process; "native" tries every time.
