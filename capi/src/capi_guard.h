@@ -1,6 +1,7 @@
 // The exception firewall of the C ABI: every entry point that can fail runs
 // its body through guarded(), which turns any C++ exception into a pk_status
-// and a pk_last_error() message. Nothing ever propagates into C callers.
+// and a pk_last_error() message (with pk_last_error_errno() when a system
+// call failed). Nothing ever propagates into C callers.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +38,7 @@ pk_status guarded(const char* function, Body&& body) noexcept {
     body();
     return PK_OK;
   } catch (const Error& e) {
-    set_last_error(e.what());
+    set_last_error(e.what(), e.os_errno());
     return e.status();
   } catch (const std::bad_alloc&) {
     set_last_error_of(function, ": out of memory", nullptr, nullptr, "profkit: out of memory");

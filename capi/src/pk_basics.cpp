@@ -15,6 +15,8 @@ PK_API const char* pk_version_string(void) noexcept { return PROFKIT_VERSION; }
 
 PK_API const char* pk_last_error(void) noexcept { return profkit::last_error(); }
 
+PK_API int pk_last_error_errno(void) noexcept { return profkit::last_error_errno(); }
+
 PK_API const char* pk_status_string(pk_status status) noexcept {
   switch (profkit::raw_enum(status)) {  // any int a C caller passed
     case PK_OK:

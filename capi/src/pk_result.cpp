@@ -159,6 +159,7 @@ PK_API pk_status pk_result_get_info(const pk_result* r, pk_result_info* out) noe
     info.system_busy_ns = i.system_busy_ns;
     info.system_idle_ns = i.system_idle_ns;
     info.cpu_count = i.cpu_count;
+    info.lost_event_args = i.lost_event_args;
     profkit::copy_versioned(out, info, "pk_result_get_info");
   });
 }

@@ -94,16 +94,25 @@ CuptiTracer::Phase CuptiTracer::phase_for(pk_state state) noexcept {
 }
 
 bool CuptiTracer::available(std::string* reason) {
+  const char* text = nullptr;
+  const bool ok = available(&text);
+  *reason = text;
+  return ok;
+}
+
+bool CuptiTracer::available(const char** reason) {
+  // support_ is immutable and outlives the tracer; failure_ changes, so the
+  // text handed out is a copy that stays (under the lock fork() takes too).
   if (!support_.available) {
-    *reason = support_.reason;
+    *reason = support_.reason.c_str();
     return false;
   }
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (!failure_.empty()) {
-    *reason = failure_;
+    *reason = reasons_given_.insert(failure_).first->c_str();
     return false;
   }
-  *reason = support_.reason;
+  *reason = support_.reason.c_str();
   return true;
 }
 

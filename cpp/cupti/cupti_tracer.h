@@ -41,6 +41,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ class CuptiTracer final : public ActivitySource {
 
   // Whether GPU tracing can work; `reason` says why not (or what was found).
   bool available(std::string* reason);
+  // The same, with the reason's text kept for the tracer's life (for the
+  // process tracer, the process's life: pk_gpu_available promises static
+  // storage). Each distinct text is kept once; there are few.
+  bool available(const char** reason);
 
   // Turns tracing on for the windows that follow (arming at once when the
   // engine is READY or recording). Throws Error(PK_ERR_UNSUPPORTED) with the
@@ -124,8 +129,9 @@ class CuptiTracer final : public ActivitySource {
   bool enabled_ = false;
   bool registered_ = false;  // this tracer is the Recorder's activity source
   Phase phase_ = Phase::kOff;
-  std::string failure_;           // why tracing switched itself off ("" if it did not)
-  bool failure_reported_ = true;  // failure_ already went into a Result
+  std::string failure_;                  // why tracing switched itself off ("" if it did not)
+  std::set<std::string> reasons_given_;  // every failure_ that available() handed out as text
+  bool failure_reported_ = true;         // failure_ already went into a Result
   GpuDevices devices_;
   bool devices_known_ = false;
   std::vector<RecordingWindow> windows_;  // since the last collect

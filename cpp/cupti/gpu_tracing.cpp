@@ -1,7 +1,5 @@
 #include "cupti/gpu_tracing.h"
 
-#include <string>
-
 #include "cupti/cupti_tracer.h"
 
 namespace profkit::gpu {
@@ -9,18 +7,18 @@ namespace profkit::gpu {
 bool built_with_cupti() noexcept { return true; }
 
 bool available(const char** reason) noexcept {
-  thread_local std::string text;
+  // The text lives as long as the process tracer, which is never destroyed:
+  // a thread_local copy was freed when the asking thread exited, while
+  // another thread could still be reading it.
+  const char* text = nullptr;
   bool ok = false;
   try {
-    std::string why;
-    ok = cupti::CuptiTracer::instance().available(&why);
-    // The same answer keeps the same pointer, so earlier callers' text stays.
-    if (why != text) text = std::move(why);
+    ok = cupti::CuptiTracer::instance().available(&text);
   } catch (...) {
     text = "GPU tracing could not be probed (out of memory)";
     ok = false;
   }
-  if (reason != nullptr) *reason = text.c_str();
+  if (reason != nullptr) *reason = text;
   return ok;
 }
 

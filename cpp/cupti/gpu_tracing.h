@@ -11,8 +11,8 @@ namespace profkit::gpu {
 bool built_with_cupti() noexcept;
 
 // Whether GPU tracing can work in this process; `reason` receives a sentence
-// saying why not, or what was found. The text stays valid until the calling
-// thread's next call. Never throws.
+// saying why not, or what was found: static storage, valid for the life of
+// the process, from any thread. Never throws.
 bool available(const char** reason) noexcept;
 
 // Turns GPU tracing on or off for the recording windows that follow. Throws

@@ -46,12 +46,19 @@ uint64_t first_time_ns(const Result& r) {
 uint64_t placement_shift_ns(const Result& r, const ChromeOptions& options) {
   if (!options.use_time_base) return 0;
   // Both sides in wall-clock ns, which fit int64 for centuries.
-  const int64_t own_base_wall = wrapping_sum(static_cast<int64_t>(first_time_ns(r)), r.info.clock_offset_ns);
+  const uint64_t own_base = first_time_ns(r);
+  const int64_t own_base_wall = wrapping_sum(static_cast<int64_t>(own_base), r.info.clock_offset_ns);
   if (options.time_base_wall_ns > own_base_wall) {
+    // The trace's start is usually the window's, before its first event:
+    // "after the trace's first event" misled a caller whose base was that
+    // event.
+    const std::string own = " (" + std::to_string(own_base_wall) + " ns)";
+    const std::string what = own_base == r.info.start_ns
+                                 ? "the recording window's start" + own
+                                 : "the trace's first event" + own + ", which precedes the recording window's start";
     throw Error(PK_ERR_INVALID_ARGUMENT, "chrome export: the time base (wall clock " +
-                                             std::to_string(options.time_base_wall_ns) +
-                                             " ns) is after the trace's first event (" + std::to_string(own_base_wall) +
-                                             " ns); pick a base at or before the start of every trace");
+                                             std::to_string(options.time_base_wall_ns) + " ns) is after " + what +
+                                             "; pick a base at or before the start of every trace");
   }
   return static_cast<uint64_t>(own_base_wall) - static_cast<uint64_t>(options.time_base_wall_ns);
 }
@@ -596,6 +603,7 @@ class ChromeTraceWriter {
     kv_uint("unmatched_ends", i.unmatched_ends);
     kv_uint("overflowed_events", i.overflowed_events);
     kv_uint("unfinished_events", i.unfinished_events);
+    kv_uint("lost_event_args", i.lost_event_args);
     kv_uint("dropped_device_records", i.dropped_device_records);
     kv_uint("unattached_device_records", i.unattached_device_records);
     kv_uint("process_cpu_ns", i.process_cpu_ns);

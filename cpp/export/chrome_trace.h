@@ -26,8 +26,9 @@ struct ChromeOptions {
 
   // Placement in a timeline shared with other processes (profkit merge); the
   // defaults leave the trace as it is.
-  bool use_time_base = false;        // ts 0 is time_base_wall_ns, not the first event
-  int64_t time_base_wall_ns = 0;     // wall-clock ns; at or before the first event (else Error)
+  bool use_time_base = false;        // ts 0 is time_base_wall_ns, not the trace's own start
+  int64_t time_base_wall_ns = 0;     // wall-clock ns; at or before the trace's start (else Error):
+                                     // the recording window's start, or its first event if earlier
   int64_t pid = -1;                  // >= 0: host process id in the file; -1: the OS pid
   uint64_t flow_id_offset = 0;       // added to every flow arrow's id
   std::string process_label_prefix;  // put before every process name

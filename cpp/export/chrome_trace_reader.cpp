@@ -312,6 +312,12 @@ class ChromeTraceLoader {
 
   ResultInfo info_from(const JsonProfkitObject& meta, uint64_t layout) const;
   int64_t meta_int(const JsonProfkitObject& meta, const char* key, bool required) const;
+  template <class Int>
+  Int meta_in_range(const JsonProfkitObject& meta, const char* key, bool required, Int lowest, Int highest) const;
+  template <class Int>
+  Int meta_in_range(const JsonProfkitObject& meta, const char* key, bool required) const {
+    return meta_in_range<Int>(meta, key, required, std::numeric_limits<Int>::min(), std::numeric_limits<Int>::max());
+  }
 
   std::string path_;
   ResultBuilder builder_;
@@ -344,34 +350,83 @@ int64_t ChromeTraceLoader::meta_int(const JsonProfkitObject& meta, const char* k
   return *v;
 }
 
+// A whole number in [lowest, highest] (lowest <= 0 <= highest), the range
+// of the Result field it fills. One outside is damage, refused: a negative
+// count read as 2^64 - 1, or a pid cut to its low bits, made a Result whose
+// own export did not load back.
+template <class Int>
+Int ChromeTraceLoader::meta_in_range(const JsonProfkitObject& meta, const char* key, bool required, Int lowest,
+                                     Int highest) const {
+  const auto it = meta.fields.find(key);
+  if (it == meta.fields.end()) {
+    if (required) fail_file(std::string("its \"profkit\" object has no \"") + key + "\"");
+    return 0;
+  }
+  const JsonScalar& v = it->second;
+  // Unsigned 64-bit fields hold values above INT64_MAX: parse as unsigned,
+  // and a negative number as signed. (Plain variables, not optionals: GCC's
+  // -O3 cannot see that fail_file does not return and warns.)
+  uint64_t unsigned_value = 0;
+  int64_t signed_value = 0;
+  bool is_unsigned = false;
+  bool is_signed = false;
+  if (v.is_number()) {
+    if (const std::optional<uint64_t> u = parse_integer<uint64_t>(v.text)) {
+      unsigned_value = *u;
+      is_unsigned = true;
+    } else if (const std::optional<int64_t> i = parse_integer<int64_t>(v.text)) {
+      signed_value = *i;
+      is_signed = true;
+    }
+  }
+  const size_t digits_from = !v.text.empty() && v.text[0] == '-' ? 1 : 0;
+  const bool whole = v.is_number() && v.text.size() > digits_from &&
+                     v.text.find_first_not_of("0123456789", digits_from) == std::string::npos;
+  if (!whole) fail_file(std::string("its \"profkit\" object's \"") + key + "\" is not a whole number");
+  // Neither parse works for a whole number beyond any 64-bit integer.
+  const bool fits = (is_unsigned && unsigned_value <= static_cast<uint64_t>(highest)) ||
+                    (is_signed && signed_value >= static_cast<int64_t>(lowest));
+  if (!fits) {
+    fail_file(std::string("its \"profkit\" object's \"") + key + "\" (" + v.text + ") is out of range (" +
+              std::to_string(lowest) + " to " + std::to_string(highest) + ")");
+  }
+  return is_unsigned ? static_cast<Int>(unsigned_value) : static_cast<Int>(signed_value);
+}
+
 ResultInfo ChromeTraceLoader::info_from(const JsonProfkitObject& meta, uint64_t layout) const {
   auto text = [&](const char* key) {
     const auto it = meta.fields.find(key);
     return it != meta.fields.end() && it->second.is_string() ? it->second.text : std::string();
   };
-  auto u64 = [&](const char* key, bool required) { return static_cast<uint64_t>(meta_int(meta, key, required)); };
+  auto u64 = [&](const char* key, bool required) { return meta_in_range<uint64_t>(meta, key, required); };
+  auto u32 = [&](const char* key, bool required) { return meta_in_range<uint32_t>(meta, key, required); };
+  // -1 is unknown; below it nothing is meant.
+  auto rank = [&](const char* key) { return meta_in_range<int32_t>(meta, key, false, -1, INT32_MAX); };
+  // Engine-clock times, in the range the events' own times are held to.
+  auto time = [&](const char* key) { return meta_in_range<uint64_t>(meta, key, true, 0, INT64_MAX); };
   const bool v2 = layout >= 2;
   ResultInfo info;
   info.profkit_version = text("profkit_version");
-  info.schema_version = static_cast<uint32_t>(u64("schema_version", false));
+  info.schema_version = u32("schema_version", false);
   info.hostname = text("hostname");
-  info.pid = static_cast<uint32_t>(u64("pid", true));
-  info.rank = static_cast<int32_t>(meta_int(meta, "rank", false));
-  info.world_size = static_cast<int32_t>(meta_int(meta, "world_size", false));
+  info.pid = u32("pid", true);
+  info.rank = rank("rank");
+  info.world_size = rank("world_size");
   info.span_index = u64("span_index", false);
-  info.start_ns = u64("start_ns", true);
-  info.end_ns = u64("end_ns", true);
+  info.start_ns = time("start_ns");
+  info.end_ns = time("end_ns");
   info.clock_offset_ns = meta_int(meta, "clock_offset_ns", true);
   info.dropped_events = u64("dropped_events", false);
   info.unmatched_ends = u64("unmatched_ends", false);
   info.overflowed_events = u64("overflowed_events", false);
   info.unfinished_events = u64("unfinished_events", false);
+  info.lost_event_args = u64("lost_event_args", false);
   info.dropped_device_records = u64("dropped_device_records", false);
   info.unattached_device_records = u64("unattached_device_records", false);
   info.process_cpu_ns = u64("process_cpu_ns", v2);
   info.system_busy_ns = u64("system_busy_ns", v2);
   info.system_idle_ns = u64("system_idle_ns", v2);
-  info.cpu_count = static_cast<uint32_t>(u64("cpu_count", v2));
+  info.cpu_count = u32("cpu_count", v2);
   return info;
 }
 
@@ -553,7 +608,7 @@ std::unique_ptr<Result> read_chrome_trace(const std::string& path) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) {
     const int err = errno;
-    throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, "cannot load '" + path + "': " + std::strerror(err));
+    throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, "cannot load '" + path + "': " + std::strerror(err), err);
   }
   ChromeTraceLoader loader(path);
   const JsonProfkitObject meta =

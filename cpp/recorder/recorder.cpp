@@ -81,11 +81,14 @@ void add_step_event(ResultBuilder& builder, NameMap& names, const TickConverter&
   }
 }
 
-// Turns one thread's raw records into builder entries.
+// Turns one thread's raw records into builder entries. An argument goes to
+// the builder with its event's record; until then it waits in `open_args`,
+// across collects if its event is still open (see open_event_args.h).
 class RecordConverter {
  public:
-  RecordConverter(ResultBuilder& builder, NameMap& names, const TickConverter& clock, uint32_t thread)
-      : builder_(builder), names_(names), clock_(clock), thread_(thread) {}
+  RecordConverter(ResultBuilder& builder, NameMap& names, const TickConverter& clock, uint32_t thread,
+                  OpenEventArgs& open_args)
+      : builder_(builder), names_(names), clock_(clock), thread_(thread), open_args_(open_args) {}
 
   // Returns how many records of the thread's recorded_events count these were:
   // a group (a memory event, a step) counts once, like append_group does.
@@ -101,15 +104,12 @@ class RecordConverter {
           const uint64_t end = rec.kind == RecordKind::kInstant ? start : std::max(start, clock_.to_ns(rec.b));
           const uint16_t flags = rec.kind == RecordKind::kInstant ? PK_HOST_EVENT_INSTANT : 0;
           builder_.add_event(thread_, {start, end, names_(rec.name), rec.type, rec.depth, flags});
+          if (rec.kind == RecordKind::kEvent) open_args_.on_event_end(rec, [&](const RawRecord& arg) { add_arg(arg); });
           break;
         }
         case RecordKind::kArgInt:
-          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, names_(rec.name), PK_ARG_INT,
-                           static_cast<int64_t>(rec.b));
-          break;
         case RecordKind::kArgStr:
-          builder_.add_arg(thread_, clock_.to_ns(rec.a), rec.depth, names_(rec.name), PK_ARG_STRING,
-                           static_cast<int64_t>(names_(static_cast<uint32_t>(rec.b))));
+          open_args_.add(rec);
           break;
         case RecordKind::kStep:
           // A step is two records committed together.
@@ -143,6 +143,12 @@ class RecordConverter {
   }
 
  private:
+  void add_arg(const RawRecord& arg) {
+    const bool text = arg.kind == RecordKind::kArgStr;
+    builder_.add_arg(thread_, clock_.to_ns(arg.a), arg.depth, names_(arg.name), text ? PK_ARG_STRING : PK_ARG_INT,
+                     text ? static_cast<int64_t>(names_(static_cast<uint32_t>(arg.b))) : static_cast<int64_t>(arg.b));
+  }
+
   void add_step(const RawRecord& step, const RawRecord& more) {
     add_step_event(builder_, names_, clock_, thread_, step.a, step.b, more.a, more.b);
   }
@@ -151,6 +157,7 @@ class RecordConverter {
   NameMap& names_;
   const TickConverter& clock_;
   uint32_t thread_;
+  OpenEventArgs& open_args_;
 };
 
 }  // namespace
@@ -297,14 +304,22 @@ void Recorder::remove_state_listener(uint64_t handle) {
   listeners_.erase(it);
 }
 
-void Recorder::step_begin(uint64_t number) {
+namespace {
+
+// Past INT64_MAX the numbers of the steps that follow wrapped to 0 at
+// UINT64_MAX, and readers of signed 64-bit integers (JSON, numpy) saw
+// negative steps. `function` is the C entry point that asked for the step.
+void check_step_number(const char* function, uint64_t number) {
   if (number > static_cast<uint64_t>(INT64_MAX)) {
-    // Past it the numbers of the steps that follow wrapped to 0 at
-    // UINT64_MAX, and readers of signed 64-bit integers (JSON, numpy) saw
-    // negative steps.
-    throw Error(PK_ERR_INVALID_ARGUMENT,
-                "pk_step_begin: step " + std::to_string(number) + " is out of range (step numbers go up to INT64_MAX)");
+    throw Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": step " + std::to_string(number) +
+                                             " is out of range (step numbers go up to INT64_MAX)");
   }
+}
+
+}  // namespace
+
+void Recorder::step_begin(uint64_t number) {
+  check_step_number("pk_step_begin", number);
   const uint64_t now = read_ticks();
   std::lock_guard<std::mutex> lock(mutex_);
   // A step still open ends here, as pk_step ends one: overwriting it (before
@@ -332,6 +347,9 @@ void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
   }
 }
 
+// The open step's number is at most INT64_MAX (step_begin and step check
+// it), so ending it always works; the number after it, which step_number_
+// then holds, may be INT64_MAX + 1, and step refuses to begin that one.
 void Recorder::step_end(uint64_t num_samples) {
   const uint64_t now = read_ticks();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -345,6 +363,9 @@ void Recorder::step_end(uint64_t num_samples) {
 void Recorder::step(uint64_t num_samples) {
   const uint64_t now = read_ticks();
   std::lock_guard<std::mutex> lock(mutex_);
+  // Checked before anything changes: a refused pk_step leaves the open step
+  // open (pk_step_end still ends it) and the numbering where it was.
+  check_step_number("pk_step", step_open_ ? step_number_ + 1 : step_number_);
   if (step_open_) {
     end_step_locked(now, num_samples);
     ++step_number_;
@@ -435,8 +456,13 @@ std::unique_ptr<Result> Recorder::collect() {
         builder.reserve_events(thread, recorded > tb.collected_records ? recorded - tb.collected_records : 0);
         has_thread = true;
       }
-      tb.collected_records += RecordConverter(builder, names, clock, thread).convert(records, n);
+      tb.collected_records += RecordConverter(builder, names, clock, thread, tb.open_event_args).convert(records, n);
     });
+    // Arguments of events still open wait for them while the window goes
+    // on; once it has closed (or the thread has exited) those events can no
+    // longer end, and their arguments are counted as lost.
+    if (!recording || finished) tb.open_event_args.abandon();
+    totals.lost_event_args += tb.open_event_args.take_lost();
     const uint64_t dropped = tb.dropped_events.get();
     const uint64_t unmatched = tb.unmatched_ends.get();
     const uint64_t overflowed = tb.overflowed_events.get();

@@ -130,6 +130,7 @@ void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noex
     counter->reset();
   }
   collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
+  open_event_args.forget();
   tid_ = tid;
 }
 

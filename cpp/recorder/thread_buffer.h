@@ -17,6 +17,7 @@
 #include "common/compiler.h"
 #include "profkit/profkit.h"
 #include "recorder/chunk.h"
+#include "recorder/open_event_args.h"
 #include "recorder/raw_record.h"
 
 namespace profkit {
@@ -227,6 +228,8 @@ class alignas(64) ThreadBuffer {
   uint64_t reported_dropped = 0;
   uint64_t reported_unmatched = 0;
   uint64_t reported_overflowed = 0;
+  // Arguments of events still open at the last collect (collector only).
+  OpenEventArgs open_event_args;
 
  private:
   PK_COLD void start_window(uint32_t window) noexcept;

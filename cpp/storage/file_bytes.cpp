@@ -35,15 +35,18 @@ std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64
   const int raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (raw_fd < 0) {
     const int err = errno;
-    throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, errno_message("cannot open '" + path + "'", err));
+    throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, errno_message("cannot open '" + path + "'", err), err);
   }
   const FileDescriptor fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) {
-    throw Error(PK_ERR_IO, errno_message("cannot stat '" + path + "'", errno));
+    const int err = errno;
+    throw Error(PK_ERR_IO, errno_message("cannot stat '" + path + "'", err), err);
   }
   if (S_ISDIR(st.st_mode)) {
-    throw Error(PK_ERR_IO, "cannot load '" + path + "': it is a directory, not a trace file");
+    // open() succeeds on a directory; read() would fail with EISDIR, which
+    // is the errno this failure stands for.
+    throw Error(PK_ERR_IO, "cannot load '" + path + "': it is a directory, not a trace file", EISDIR);
   }
   const uint64_t expected = static_cast<uint64_t>(st.st_size);
   if (expected > max_size) {
@@ -60,8 +63,9 @@ std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64
     // Linux reads at most ~2 GiB per call, and a signal can cut a read short.
     const ssize_t n = ::read(fd.get(), file->data_.get() + done, expected - done);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(PK_ERR_IO, errno_message("cannot read '" + path + "'", errno));
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw Error(PK_ERR_IO, errno_message("cannot read '" + path + "'", err), err);
     }
     if (n == 0) break;  // it shrank since fstat: the trace checks report it truncated
     done += static_cast<size_t>(n);

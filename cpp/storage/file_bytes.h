@@ -22,7 +22,8 @@ namespace profkit {
 class FileBytes {
  public:
   // Reads `path` whole. PK_ERR_NOT_FOUND for a missing file, PK_ERR_IO for a
-  // directory or a failed read, PK_ERR_CORRUPT for a file larger than
+  // directory or a failed read (with the system call's errno, EISDIR for a
+  // directory, in Error::os_errno()), PK_ERR_CORRUPT for a file larger than
   // `max_size` (refused before anything is allocated). A file that shrinks
   // while being read gives the bytes that were there.
   static std::shared_ptr<const FileBytes> read(const std::string& path, uint64_t max_size);

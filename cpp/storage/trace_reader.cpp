@@ -203,6 +203,7 @@ std::unique_ptr<Result> load_result(const std::string& path) {
   info.system_busy_ns = m->system_busy_ns();
   info.system_idle_ns = m->system_idle_ns();
   info.cpu_count = m->cpu_count();
+  info.lost_event_args = m->lost_event_args();
   if (m->extra() != nullptr) {
     for (const fb::KeyValue* kv : *m->extra()) r->metadata.emplace_back(str(kv->key()), str(kv->value()));
   }

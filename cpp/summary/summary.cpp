@@ -39,6 +39,11 @@ std::vector<std::string> recording_losses(const ResultInfo& info) {
                     " events were still open when the window closed (a range or step across the window's end, or a "
                     "begin without its end): these tables lack them.");
   }
+  if (info.lost_event_args > 0) {
+    lines.push_back(std::to_string(info.lost_event_args) +
+                    " event arguments were lost with their events (still open when the window closed, or "
+                    "dropped): these tables lack them.");
+  }
   if (info.dropped_device_records > 0) {
     lines.push_back(std::to_string(info.dropped_device_records) +
                     " GPU records were lost (CUPTI had no buffer for them): the GPU columns lack them.");

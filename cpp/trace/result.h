@@ -64,6 +64,10 @@ struct ResultInfo {
   uint64_t unmatched_ends = 0;
   uint64_t overflowed_events = 0;
   uint64_t unfinished_events = 0;
+  // Event arguments in no result: their event never ended inside a recording
+  // window (it was still open when the window closed, or its thread exited)
+  // or was not recorded (the memory cap).
+  uint64_t lost_event_args = 0;
   uint64_t dropped_device_records = 0;
   uint64_t unattached_device_records = 0;
   uint64_t process_cpu_ns = 0;

@@ -62,6 +62,7 @@ py::dict result_info(const Result& self) {
   d["cpu_count"] = i.cpu_count;
   d["device_event_count"] = i.device_event_count;
   d["dropped_device_records"] = i.dropped_device_records;
+  d["lost_event_args"] = i.lost_event_args;
   d["unattached_device_records"] = i.unattached_device_records;
   return d;
 }

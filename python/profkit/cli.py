@@ -154,7 +154,14 @@ def _info(args: argparse.Namespace) -> None:
         "not recorded: "
         + ", ".join(
             f"{key} {info[key]}"
-            for key in ("dropped_events", "unmatched_ends", "overflowed_events", "unfinished_events", "dropped_device_records")
+            for key in (
+                "dropped_events",
+                "unmatched_ends",
+                "overflowed_events",
+                "unfinished_events",
+                "lost_event_args",
+                "dropped_device_records",
+            )
         )
     )
     for key, value in result.metadata.items():
@@ -287,6 +294,8 @@ def _print_warnings(caught: List[warnings.WarningMessage]) -> None:
 
 def _one_line(error: BaseException) -> str:
     text = str(error) or type(error).__name__
+    if isinstance(error, OSError) and error.errno and error.strerror and error.filename is None:
+        text = error.strerror  # the engine's message names the file and the cause; "[Errno 13] " adds nothing
     return " ".join(text.split())
 
 

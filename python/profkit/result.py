@@ -354,7 +354,14 @@ class ProfilerResult:
         ]
         lost = {
             k: info[k]
-            for k in ("dropped_events", "unmatched_ends", "overflowed_events", "unfinished_events", "dropped_device_records")
+            for k in (
+                "dropped_events",
+                "unmatched_ends",
+                "overflowed_events",
+                "unfinished_events",
+                "lost_event_args",
+                "dropped_device_records",
+            )
             if info[k]
         }
         if lost:

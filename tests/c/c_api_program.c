@@ -2,6 +2,7 @@
  * collect, save, export, reload — using nothing but <profkit/profkit.h>.
  * Usage: c_api_program OUTPUT_DIR. Exits non-zero on the first failure. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <profkit/profkit.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -53,6 +54,10 @@ int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
 
   CHECK((pk_api_version() >> 16) == PK_API_VERSION_MAJOR);
+  CHECK((pk_api_version() & 0xFFFFu) >= 14u); /* pk_last_error_errno */
+  /* The frozen record layouts, as the header states them. */
+  CHECK(sizeof(pk_host_event) == 24 && sizeof(pk_event_arg) == 24 && sizeof(pk_memory_event) == 48);
+  CHECK(sizeof(pk_device_event) == 48 && sizeof(pk_kernel_detail) == 48 && sizeof(pk_memory_op_detail) == 16);
   g_forward = pk_intern("Forward");
   g_matmul = pk_intern("aten::matmul");
   g_relu = pk_intern("aten::relu");
@@ -146,6 +151,15 @@ int main(int argc, char** argv) {
     CHECK(pk_result_load("/nonexistent/x.pktrace", &missing) == PK_ERR_NOT_FOUND);
     CHECK(missing == NULL);
     CHECK(strstr(pk_last_error(), "/nonexistent/x.pktrace") != NULL);
+    /* The system call's errno beside the message (1.14). */
+    CHECK(pk_last_error_errno() == ENOENT);
+    CHECK(pk_result_save(result, "/nonexistent/x.pktrace") == PK_ERR_NOT_FOUND);
+    CHECK(pk_last_error_errno() == ENOENT);
+    CHECK(pk_result_save(result, dir) == PK_ERR_IO); /* a directory */
+    CHECK(pk_last_error_errno() == EISDIR);
+    CHECK(strstr(pk_last_error(), "is a directory; give a file path") != NULL);
+    CHECK(pk_result_load(NULL, &missing) == PK_ERR_INVALID_ARGUMENT);
+    CHECK(pk_last_error_errno() == 0); /* not a system call's failure */
   }
   pk_result_release(loaded);
   pk_result_release(result);

@@ -204,10 +204,63 @@ TEST(ChromeExport, PlacementThroughTheCAbi) {
   EXPECT_NE(std::string(pk_last_error()).find("pid -2"), std::string::npos);
   o.pid = -1;
   o.use_time_base = 1;
-  o.time_base_wall_ns = kSampleFirstWallNs + 1;  // after the first event
+  o.time_base_wall_ns = kSampleFirstWallNs + 1;  // after the first event, which starts with the window
   EXPECT_EQ(pk_result_export_chrome_ex(r.get(), dir.file("late.json").c_str(), &o), PK_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(pk_last_error()).find("after the trace's first event"), std::string::npos);
+  EXPECT_NE(std::string(pk_last_error()).find("after the recording window's start"), std::string::npos)
+      << pk_last_error();
   EXPECT_EQ(access(dir.file("late.json").c_str(), F_OK), -1);  // nothing written
+}
+
+// The trace's own start is the window's when that comes first: a base at the
+// first event is then refused, and the error must name what it is after.
+TEST(ChromeExport, ABaseAfterTheWindowsStartIsRefusedNamingTheWindowsStart) {
+  ResultInfo info;
+  info.start_ns = 1000;
+  info.end_ns = 9000;
+  info.clock_offset_ns = 500;
+  ResultBuilder b(info);
+  b.add_string("");
+  b.add_event(b.thread(1), {5000, 6000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
+  auto r = b.finish();
+  TempDir dir;
+  ChromeOptions o;
+  o.use_time_base = true;
+  o.time_base_wall_ns = 5000 + 500;  // the first event's wall-clock time
+  try {
+    export_chrome_trace(*r, dir.file("late.json"), o);
+    ADD_FAILURE() << "a base after the window's start must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), PK_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("(wall clock 5500 ns) is after the recording window's start (1500 ns)"),
+              std::string::npos)
+        << e.what();
+  }
+  o.time_base_wall_ns = 1000 + 500;  // the window's start is the latest base
+  export_chrome_trace(*r, dir.file("ok.json"), o);
+}
+
+TEST(ChromeExport, ABaseAfterAFirstEventBeforeTheWindowIsRefusedNamingThatEvent) {
+  // GPU work may start a little before the window (the tracer's slack).
+  ResultInfo info;
+  info.start_ns = 1000;
+  info.end_ns = 9000;
+  ResultBuilder b(info);
+  b.add_string("");
+  b.add_device_event({800, 900, 0, b.add_string("kernel"), 1, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  auto r = b.finish();
+  TempDir dir;
+  ChromeOptions o;
+  o.use_time_base = true;
+  o.time_base_wall_ns = 1000;
+  try {
+    export_chrome_trace(*r, dir.file("late.json"), o);
+    ADD_FAILURE() << "a base after the first event must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "is after the trace's first event (800 ns), which precedes the recording window's start"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ChromeExport, MemoryEventsAreCounterTracksPerDevice) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -465,6 +466,88 @@ TEST(ChromeImport, BadFilesGiveClearErrors) {
                     PK_ERR_CORRUPT, "\"device\" (65536) is larger than 65535");
   expect_read_error(bad("stream.json", replaced(good, "\"stream\":7,", "\"stream\":4294967303,")), PK_ERR_CORRUPT,
                     "\"stream\" (4294967303) is larger than 4294967295");
+}
+
+// `text` with its "profkit" object's `key` set to the number `value`.
+std::string with_meta(std::string text, const std::string& key, const std::string& value) {
+  const std::string head = "\"" + key + "\":";
+  const size_t at = text.rfind(head);  // the "profkit" object comes last
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos) return text;
+  const size_t begin = at + head.size();
+  text.replace(begin, text.find_first_of(",}", begin) - begin, value);
+  return text;
+}
+
+TEST(ChromeImport, MetadataOutsideItsFieldsRangeIsRefused) {
+  // Read through a signed 64-bit number and cast, -1 became 2^64 - 1 in an
+  // unsigned field and a pid of 2^32 became 0: the loaded Result's own export
+  // then did not load.
+  TempDir dir;
+  const std::string good_path = dir.file("good.trace.json");
+  export_chrome_trace(*profkit_test::make_sample_result(), good_path, {});
+  const std::string good = read_file(good_path);
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* range;
+  };
+  const Case cases[] = {
+      {"span_index", "-1", "(0 to 18446744073709551615)"},
+      {"span_index", "18446744073709551616", "(0 to 18446744073709551615)"},
+      {"start_ns", "-9223372036854775808", "(0 to 9223372036854775807)"},
+      {"end_ns", "9223372036854775808", "(0 to 9223372036854775807)"},
+      {"unattached_device_records", "-1", "(0 to 18446744073709551615)"},
+      {"dropped_events", "-5", "(0 to 18446744073709551615)"},
+      {"process_cpu_ns", "-1", "(0 to 18446744073709551615)"},
+      {"pid", "4294967296", "(0 to 4294967295)"},
+      {"pid", "-1", "(0 to 4294967295)"},
+      {"rank", "-2", "(-1 to 2147483647)"},
+      {"world_size", "2147483648", "(-1 to 2147483647)"},
+      {"schema_version", "4294967296", "(0 to 4294967295)"},
+      {"cpu_count", "-1", "(0 to 4294967295)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.file(std::string(c.key) + c.value + ".json");
+    write_file(path, with_meta(good, c.key, c.value));
+    const std::string range = c.range;
+    const std::string expected =
+        range[0] == '(' ? "\"" + std::string(c.key) + "\" (" + c.value + ") is out of range " + range : range;
+    expect_read_error(path, PK_ERR_CORRUPT, expected);
+  }
+}
+
+TEST(ChromeImport, MetadataAtTheEdgesOfItsFieldsRangeLoadsAndExportsAgain) {
+  TempDir dir;
+  const std::string good_path = dir.file("good.trace.json");
+  export_chrome_trace(*profkit_test::make_sample_result(), good_path, {});
+  std::string text = read_file(good_path);
+  text = with_meta(text, "span_index", "18446744073709551615");
+  text = with_meta(text, "dropped_events", "18446744073709551615");
+  text = with_meta(text, "pid", "4294967295");
+  text = with_meta(text, "rank", "-1");
+  text = with_meta(text, "world_size", "-1");
+  const std::string edges = dir.file("edges.json");
+  write_file(edges, text);
+  const std::unique_ptr<Result> loaded = read_chrome_trace(edges);
+  EXPECT_EQ(loaded->info.span_index, UINT64_MAX);
+  EXPECT_EQ(loaded->info.dropped_events, UINT64_MAX);
+  EXPECT_EQ(loaded->info.pid, UINT32_MAX);
+  EXPECT_EQ(loaded->info.rank, -1);
+  EXPECT_EQ(loaded->info.world_size, -1);
+  // What load accepts, export writes back loadably.
+  const std::string again = dir.file("again.json");
+  export_chrome_trace(*loaded, again, {});
+  expect_same_result(*loaded, *read_chrome_trace(again));
+}
+
+TEST(ChromeImport, TheLostArgumentCountSurvivesExportAndLoad) {
+  TempDir dir;
+  std::unique_ptr<Result> r = profkit_test::make_sample_result();
+  r->info.lost_event_args = 4;
+  const std::string path = dir.file("lost.trace.json");
+  export_chrome_trace(*r, path, {});
+  EXPECT_EQ(read_chrome_trace(path)->info.lost_event_args, 4u);
 }
 
 // RapidJSON's recursive parser overflowed the stack on such a file (a crash

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "profkit/profkit.h"
 #include "test_support.h"
@@ -62,6 +63,19 @@ TEST(GpuAvailability, ThisMachineGetsAReasonAndTheCpuIsUnaffected) {
   pk_result_device_events(r.get(), &device_events);
   EXPECT_EQ(device_events, 0u);
   EXPECT_EQ(pk_result_device_count(r.get()), 0u);
+}
+
+TEST(GpuAvailability, TheReasonOutlivesTheThreadThatAskedForIt) {
+  // The header promises static storage; the text was a thread_local, freed
+  // when the asking thread exited while its caller could still read it.
+  const char* from_exited_thread = nullptr;
+  std::thread([&] { pk_gpu_available(&from_exited_thread); }).join();
+  ASSERT_NE(from_exited_thread, nullptr);
+  const char* from_here = nullptr;
+  pk_gpu_available(&from_here);
+  // One text for every thread, so the exited thread's pointer is this one.
+  EXPECT_EQ(from_exited_thread, from_here);
+  EXPECT_STREQ(from_exited_thread, from_here);
 }
 
 #ifdef PROFKIT_HAVE_CUPTI

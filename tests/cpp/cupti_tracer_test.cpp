@@ -329,6 +329,27 @@ TEST_F(Tracer, AnotherSubscriberMakesGpuTracingUnavailableWithTheReason) {
   EXPECT_TRUE(tracer->available(&reason)) << reason;
 }
 
+TEST_F(Tracer, AFailuresReasonTextStaysValidAfterTheFailureIsGone) {
+  // pk_gpu_available hands out the text as static storage: asked on a thread
+  // that then exits, and kept after the failure has been replaced.
+  f.fail("cuptiSubscribe", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  EXPECT_THROW(tracer->set_enabled(true), profkit::Error);
+  const char* failure = nullptr;
+  std::thread([&] { EXPECT_FALSE(tracer->available(&failure)); }).join();
+  ASSERT_NE(failure, nullptr);
+  const std::string copy = failure;
+  EXPECT_NE(copy.find("Nsight"), std::string::npos) << copy;
+  const char* again = nullptr;
+  EXPECT_FALSE(tracer->available(&again));
+  EXPECT_EQ(again, failure);  // the same text is kept once
+
+  f.fail("cuptiSubscribe", CUPTI_SUCCESS);
+  tracer->set_enabled(true);  // the failure is gone ...
+  const char* now = nullptr;
+  EXPECT_TRUE(tracer->available(&now)) << now;
+  EXPECT_EQ(std::string(failure), copy);  // ... and its text is still there
+}
+
 TEST_F(Tracer, AFailureWhileArmingSwitchesGpuTracingOffButNotTheCpu) {
   tracer->set_enabled(true);  // attaching works
   f.fail("cuptiActivityEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);

@@ -440,6 +440,34 @@ TEST_F(RecorderTest, StepNumbersStayWithinSigned64Bits) {
   EXPECT_EQ(name_of(r.get(), ev[0]), "ProfileStep#" + std::to_string(INT64_MAX));
 }
 
+TEST_F(RecorderTest, PkStepNeverBeginsAStepPastInt64Max) {
+  // pk_step after step INT64_MAX began ProfileStep#9223372036854775808.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(INT64_MAX), PK_OK);
+  const std::string refused = "pk_step: step 9223372036854775808 is out of range (step numbers go up to INT64_MAX)";
+  EXPECT_EQ(pk_step(1), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find(refused), std::string::npos) << pk_last_error();
+  // Refused before anything changed: the last step is still open and ends.
+  EXPECT_EQ(pk_current_step(), static_cast<uint64_t>(INT64_MAX));
+  ASSERT_EQ(pk_step_end(3), PK_OK);
+  // No step after it either, begun by pk_step without an open step ...
+  EXPECT_EQ(pk_step(0), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pk_last_error()).find(refused), std::string::npos) << pk_last_error();
+  EXPECT_EQ(pk_step_end(0), PK_ERR_INVALID_STATE);  // ... so none is open
+  // A new numbering starts as usual.
+  ASSERT_EQ(pk_step_begin(0), PK_OK);
+  ASSERT_EQ(pk_step(0), PK_OK);
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  std::vector<std::string> steps;
+  for (const pk_host_event& e : events_of(r.get())) steps.push_back(name_of(r.get(), e));
+  std::sort(steps.begin(), steps.end());
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"ProfileStep#0", "ProfileStep#1", "ProfileStep#" + std::to_string(INT64_MAX)}));
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 0u);
+}
+
 TEST_F(RecorderTest, StepsInternNoNamesSoLongRunsDoNotGrowTheNameTable) {
   // Each step's name ("ProfileStep#<n>") is made by the collect, in the
   // result only: a million recorded steps must not leave a million names in

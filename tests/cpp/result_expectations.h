@@ -30,6 +30,7 @@ inline void expect_same_info(const profkit::ResultInfo& a, const profkit::Result
   EXPECT_EQ(a.system_busy_ns, b.system_busy_ns);
   EXPECT_EQ(a.system_idle_ns, b.system_idle_ns);
   EXPECT_EQ(a.cpu_count, b.cpu_count);
+  EXPECT_EQ(a.lost_event_args, b.lost_event_args);
 }
 
 }  // namespace profkit_test

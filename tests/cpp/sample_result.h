@@ -29,6 +29,7 @@ inline std::unique_ptr<profkit::Result> make_sample_result() {
   info.system_busy_ns = 12;
   info.system_idle_ns = 13;
   info.cpu_count = 2;
+  info.lost_event_args = 10;
   profkit::ResultBuilder b(info);
   b.add_string("");
   const uint32_t step = b.add_string("ProfileStep#3");

@@ -294,13 +294,15 @@ TEST(SummaryText, WhatTheRecordingLostIsSaidFirst) {
   b.info().dropped_events = 1234;
   b.info().overflowed_events = 5;
   b.info().unfinished_events = 2;
+  b.info().lost_event_args = 3;
   auto lossy = b.build();
   const std::vector<std::string> lines = lines_of(render(*lossy, SummaryView::kOverview));
-  ASSERT_GE(lines.size(), 4u);
+  ASSERT_GE(lines.size(), 5u);
   EXPECT_EQ(lines[0].rfind("Warning: 1234 events were dropped at the engine's memory cap", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("Warning: 5 events nested deeper than 256 levels", 0), 0u) << lines[1];
   EXPECT_EQ(lines[2].rfind("Warning: 2 events were still open when the window closed", 0), 0u) << lines[2];
-  EXPECT_EQ(lines[3], "");
+  EXPECT_EQ(lines[3].rfind("Warning: 3 event arguments were lost with their events", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4], "");
   SummaryOptions o;
   o.views = 1u << static_cast<int>(SummaryView::kOverview);
   const std::string json = profkit::render_summary_json(profkit::compute_summary(*lossy, o));

@@ -66,7 +66,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 13
+#define PK_API_VERSION_MINOR 14
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -113,7 +113,9 @@ typedef enum pk_state {
 typedef enum pk_status {
   PK_OK = 0,
   PK_ERR_INVALID_ARGUMENT = 1, /* a NULL pointer, an out-of-range value */
-  PK_ERR_NOT_FOUND = 2,        /* a file that does not exist */
+  PK_ERR_NOT_FOUND = 2,        /* a file that does not exist (loading), or a
+                                * directory that does not exist (writing:
+                                * saving or exporting into a missing folder) */
   PK_ERR_IO = 3,               /* a read, write, rename or mmap failed */
   PK_ERR_CORRUPT = 4,          /* empty, truncated, corrupt or not a profkit file */
   PK_ERR_VERSION = 5,          /* a profkit file from a newer, incompatible version */
@@ -141,6 +143,17 @@ PK_API const char* pk_version_string(void) PK_NOEXCEPT;
 /* This thread's last failure, human-readable, or "" if none. The pointer stays
  * valid until the next failing call on this thread. Thread-safe (per thread). */
 PK_API const char* pk_last_error(void) PK_NOEXCEPT;
+
+/* The errno of the system call behind this thread's last failure (ENOENT,
+ * EACCES, ENOTDIR, EISDIR, ENOSPC, ...), or 0 when that failure was not a
+ * failed system call (a corrupt file, an invalid argument) or nothing has
+ * failed yet. Set together with pk_last_error() by the same failing call, so
+ * the two always describe the same failure; successful calls leave both as
+ * they were. Lets a binding raise the OS's own error kind (Python's
+ * PermissionError, FileNotFoundError, ...) without parsing the message.
+ * Mostly set by PK_ERR_NOT_FOUND and PK_ERR_IO. Thread-safe (per thread).
+ * Since 1.14. */
+PK_API int pk_last_error_errno(void) PK_NOEXCEPT;
 
 /* The text name of a status ("PK_ERR_CORRUPT"). Static storage. Thread-safe. */
 PK_API const char* pk_status_string(pk_status status) PK_NOEXCEPT;
@@ -212,7 +225,11 @@ PK_API void pk_instant_event(pk_name_id name, pk_event_type type) PK_NOEXCEPT;
 /* Attaches a key/value argument to the calling thread's innermost open event
  * (for example input shapes or a collective's byte count). Ignored when not
  * recording or when no event is open. The key and a string value are interned
- * (a lock the first time a value is seen), so keep string values repetitive. */
+ * (a lock the first time a value is seen), so keep string values repetitive.
+ * An argument attached to an event still open at a pk_collect comes with that
+ * event in the result that takes it (since 1.14; before, it was lost); if the
+ * event never ends in a recording window, its arguments are counted in
+ * pk_result_info.lost_event_args. */
 PK_API void pk_event_arg_int(pk_name_id key, int64_t value) PK_NOEXCEPT;
 PK_API void pk_event_arg_str(pk_name_id key, const char* utf8_value) PK_NOEXCEPT;
 
@@ -303,7 +320,10 @@ PK_API pk_status pk_step(uint64_t num_samples) PK_NOEXCEPT;
  * 0, as pk_step would), so it is kept; before 1.9 it was silently lost.
  * n must be at most INT64_MAX (PK_ERR_INVALID_ARGUMENT since 1.13): larger
  * numbers read as negative in signed 64-bit readers (JSON, numpy), and the
- * steps after UINT64_MAX were numbered from 0 again. */
+ * steps after UINT64_MAX were numbered from 0 again. A pk_step that would
+ * begin a step past INT64_MAX (after ProfileStep#INT64_MAX) is
+ * PK_ERR_INVALID_ARGUMENT too (since 1.14) and changes nothing: the open step
+ * stays open and pk_step_end ends it; pk_step_begin starts a new numbering. */
 PK_API pk_status pk_step_begin(uint64_t step_number) PK_NOEXCEPT;
 PK_API pk_status pk_step_end(uint64_t num_samples) PK_NOEXCEPT;
 
@@ -317,7 +337,8 @@ PK_API uint64_t pk_current_step(void) PK_NOEXCEPT;
 /* Whether GPU tracing (CUPTI) can work in this process: 1 if it can, 0 if not.
  * When `reason` is not NULL it receives a sentence saying why not (or what was
  * found), e.g. "no CUDA driver (libcuda.so.1 not found)"; static storage,
- * valid until the next call. Probes once and caches the answer; the probe
+ * valid for the life of the process and readable from any thread (before
+ * 1.14 it was freed when the calling thread exited). Probes once and caches the answer; the probe
  * loads libraries but does not initialize the CUDA driver. A problem found
  * later, when tracing was turned on (another CUPTI subscriber, missing
  * profiling privileges), replaces the answer. Thread-safe. */
@@ -336,9 +357,14 @@ PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 /* Configuration, metadata and counters                                      */
 /* ------------------------------------------------------------------------- */
 
-/* Caps the memory that recorded events may use (bytes; default 1 GiB, at least
- * one buffer chunk per recording thread). Past it events are dropped and
- * counted; steps (ProfileStep) are kept (since 1.8). Thread-safe; takes
+/* Caps the memory that recorded events may use (bytes; default 1 GiB). The
+ * cap counts every record buffer (256 KiB each) that any thread holds, plus
+ * the free ones kept for reuse: one cap for the whole process, not per
+ * thread. A cap below one buffer is PK_ERR_INVALID_ARGUMENT, so one buffer
+ * in total can be had, but not one per recording thread: with a cap of N
+ * buffers, a thread that needs a buffer while N are held drops its events
+ * (counted) even if it has recorded nothing yet. Past the cap events are
+ * dropped and counted; steps (ProfileStep) are kept (since 1.8). Thread-safe; takes
  * effect for the next buffer a thread needs. */
 PK_API pk_status pk_set_memory_cap(uint64_t bytes) PK_NOEXCEPT;
 PK_API uint64_t pk_get_memory_cap(void) PK_NOEXCEPT;
@@ -385,11 +411,20 @@ PK_API pk_status pk_collect(pk_result** out) PK_NOEXCEPT;
 
 /* Writes the result as a profkit trace file (FlatBuffers, .pktrace). The file
  * is written to a temporary name and renamed into place, so `path` never holds
- * half a file. Thread-safe for distinct paths. */
+ * half a file. Since 1.14: a symbolic link `path` is kept and the file it
+ * points to is replaced (a temporary in that file's directory, renamed onto
+ * it); an existing `path` that is neither a regular file nor a directory (a
+ * FIFO, /dev/null, a character or block device) is opened and written in
+ * place, without a temporary (an open that waits for a FIFO's reader waits
+ * here too); a directory is PK_ERR_IO (errno EISDIR) before anything is
+ * written. A missing directory is PK_ERR_NOT_FOUND; pk_last_error_errno()
+ * gives the system call's errno of every failed open, write or rename.
+ * Thread-safe for distinct paths. */
 PK_API pk_status pk_result_save(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 /* Writes the result as Chrome-trace JSON (chrome://tracing, ui.perfetto.dev),
- * streamed, through a temporary file renamed into place. Memory events are
+ * streamed, through a temporary file renamed into place (links, FIFOs,
+ * devices and directories as pk_result_save). Memory events are
  * counter tracks of the allocator's totals per device (since 1.7) and, since
  * 1.8, "[memory]" instants on the allocating thread with each one's address
  * and size. pk_result_load reads the file back (since 1.8). */
@@ -405,7 +440,9 @@ typedef struct pk_chrome_options {
   int32_t use_time_base;     /* nonzero: "ts" 0 stands for time_base_wall_ns */
   int32_t sort_index_offset; /* added to every process sort index */
   /* Wall-clock ns (engine ns + the result's clock_offset_ns) at or before the
-   * result's first event; a later base is PK_ERR_INVALID_ARGUMENT. */
+   * start of the result's trace: its recording window's start (start_ns), or
+   * its first event where that is earlier (GPU work begun before the window);
+   * a later base is PK_ERR_INVALID_ARGUMENT. */
   int64_t time_base_wall_ns;
   /* >= 0: the host process's "pid" in the file (GPU d gets pid + 10000000 *
    * (d + 1)); -1: the OS pid. The top-level metadata keeps the OS pid. */
@@ -425,7 +462,9 @@ PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path
 /* Loads a .pktrace file (read into memory, verified) or, since 1.8, a Chrome
  * trace JSON file that profkit wrote (pk_result_export_chrome; streamed and
  * checked against the counts in its "profkit" object), told apart by the
- * file's first byte. A missing file is PK_ERR_NOT_FOUND; an empty, truncated,
+ * file's first byte. A missing file is PK_ERR_NOT_FOUND; a file that cannot be
+ * opened or read (a directory, no permission) PK_ERR_IO, both with the system
+ * call's errno in pk_last_error_errno() (since 1.14); an empty, truncated,
  * corrupt or foreign file (torch.profiler's JSON, a profkit merge timeline)
  * PK_ERR_CORRUPT; a file from a newer profkit PK_ERR_VERSION; in every
  * failure *out is left NULL and nothing is leaked. Thread-safe. */
@@ -440,7 +479,10 @@ PK_API void pk_result_release(pk_result* r) PK_NOEXCEPT;
 /* All accessors are read-only and safe to call from several threads at once
  * on the same result. Returned pointers are borrowed from the result. */
 
-/* Frozen record layouts (24 bytes each), identical in memory and on disk. */
+/* Frozen record layouts, identical in memory and on disk, without padding;
+ * each comment states the struct's size. */
+
+/* Frozen 24-byte layout. */
 typedef struct pk_host_event {
   uint64_t start_ns; /* engine clock */
   uint64_t end_ns;   /* == start_ns for instant events */
@@ -453,6 +495,7 @@ typedef struct pk_host_event {
 
 typedef enum pk_arg_kind { PK_ARG_INT = 0, PK_ARG_STRING = 1, PK_ARG_KIND_MAX_ENUM = 0x7FFFFFFF } pk_arg_kind;
 
+/* Frozen 24-byte layout. */
 typedef struct pk_event_arg {
   uint64_t event; /* index into pk_result_host_events */
   uint32_t key;   /* string table index */
@@ -460,6 +503,7 @@ typedef struct pk_event_arg {
   int64_t value;  /* the integer, or a string table index */
 } pk_event_arg;
 
+/* Frozen 48-byte layout. */
 typedef struct pk_memory_event {
   uint64_t time_ns;
   uint64_t address;
@@ -559,6 +603,11 @@ typedef struct pk_result_info {
   uint64_t system_busy_ns;
   uint64_t system_idle_ns;
   uint32_t cpu_count;
+  /* 1.14: arguments (pk_event_arg_int/str) in no result because their event
+   * never ended inside a recording window: still open when the closed window
+   * was collected, left open by a thread that exited, or dropped at the
+   * memory cap. */
+  uint64_t lost_event_args;
 } pk_result_info;
 
 PK_API pk_status pk_result_get_info(const pk_result* r, pk_result_info* out) PK_NOEXCEPT;
