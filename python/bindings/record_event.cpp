@@ -183,11 +183,21 @@ PyObject* record_event_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
 // ended and warned about; the engine ends it once every range above it has
 // ended. The later range keeps its exact times, the earlier one is recorded
 // as ending with it, and the trace stays properly nested.
+//
+// A RecordEvent dropped while open (never ended) is abandoned: its end is
+// unknown, so it stays open in the engine (counted unfinished when the window
+// closes) unless a range begun before it ends, which must end it first.
+enum class RangeState : uint8_t {
+  kOpen,
+  kEnded,      // end() came while a later range was open
+  kAbandoned,  // the object went away without end()
+};
+
 struct OpenRange {
   uint64_t serial;  // the RecordEvent's serial (unique on its thread)
   PyObject* name;   // owned: names the range in the warning
   uint32_t window;  // every entry shares one window (see push_range)
-  bool ended;       // end() came while a later range was open; or abandoned
+  RangeState state;
 };
 
 // Thread-safety: one per thread, touched only by its thread.
@@ -213,7 +223,7 @@ uint64_t push_range(PyObject* name, uint32_t window) {
   while (t_open.count > 0 && t_open.ranges[t_open.count - 1].window != window) pop_range();
   if (t_open.count == OpenRanges::kCapacity) return 0;
   Py_INCREF(name);
-  t_open.ranges[t_open.count++] = {++t_open.next_serial, name, window, false};
+  t_open.ranges[t_open.count++] = {++t_open.next_serial, name, window, RangeState::kOpen};
   return t_open.next_serial;
 }
 
@@ -225,23 +235,29 @@ int64_t find_range(uint64_t serial) {
   return -1;
 }
 
-// Ends range `index` and every range above it (all ended already) in the
-// engine, then any ranges below that were waiting only for these.
-void end_ranges_from(uint32_t index) {
+void end_ranges_above(uint32_t index) {
   while (t_open.count > index) {
-    pk_end_event();
-    pop_range();
-  }
-  while (t_open.count > 0 && t_open.ranges[t_open.count - 1].ended) {
     pk_end_event();
     pop_range();
   }
 }
 
+// Ends range `index` and every range above it (none open) in the engine,
+// then the ranges below that were waiting only for these: down to the
+// deepest ended one, abandoned ones between included.
+void end_ranges_from(uint32_t index) {
+  end_ranges_above(index);
+  uint32_t waiting_from = t_open.count;
+  for (uint32_t i = t_open.count; i-- > 0 && t_open.ranges[i].state != RangeState::kOpen;) {
+    if (t_open.ranges[i].state == RangeState::kEnded) waiting_from = i;
+  }
+  end_ranges_above(waiting_from);
+}
+
 // The innermost range above `index` still open, or -1 when none is.
 int64_t open_range_above(uint32_t index) {
   for (uint32_t i = t_open.count; i-- > index + 1;) {
-    if (!t_open.ranges[i].ended) return i;
+    if (t_open.ranges[i].state == RangeState::kOpen) return i;
   }
   return -1;
 }
@@ -250,11 +266,11 @@ void record_event_dealloc(PyObject* obj) {
   RecordEventObject* self = reinterpret_cast<RecordEventObject*>(obj);
   // A range still open is left to the engine (reported as unfinished): ending
   // it here could close another event of whatever thread runs the finalizer.
-  // On its own thread it is marked ended, so that it does not hold up the
-  // ranges below it: they end it with them.
+  // On its own thread it is marked abandoned, so that it does not hold up
+  // the ranges below it: they end it with them.
   if (self->open && self->serial != 0 && self->thread == PyThread_get_thread_ident()) {
     const int64_t index = find_range(self->serial);
-    if (index >= 0) t_open.ranges[index].ended = true;
+    if (index >= 0) t_open.ranges[index].state = RangeState::kAbandoned;
   }
   Py_CLEAR(self->name);
 #ifndef Py_GIL_DISABLED
@@ -311,7 +327,7 @@ bool end(RecordEventObject* self) {
     end_ranges_from(static_cast<uint32_t>(index));
     return true;
   }
-  t_open.ranges[index].ended = true;
+  t_open.ranges[index].state = RangeState::kEnded;
   PyObject* later_name = t_open.ranges[later].name;
   return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                           "RecordEvent %R ended while %R, begun after it on the same thread, was still open. Ranges "

@@ -252,7 +252,7 @@ def test_an_output_that_is_a_directory_is_an_error_naming_it(tmp_path, capsys):
     a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
     with pytest.raises(MergeError, match=r"the output '.*' is a directory; name the merged file"):
         merge_traces([a], tmp_path)
-    assert cli.main(["merge", str(a), "-o", str(tmp_path)]) == 1
+    assert cli.main(["merge", str(a), "-o", str(tmp_path)]) == 2  # a usage error, refused before anything is read
     err = capsys.readouterr().err
     assert "is a directory" in err and ".tmp" not in err
     assert sorted(os.listdir(tmp_path)) == ["a.trace.json"]  # no temporary files left

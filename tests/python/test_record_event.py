@@ -274,6 +274,22 @@ def test_a_range_abandoned_open_does_not_hold_up_the_one_below_it():
     assert result.info["unfinished_events"] == 0
 
 
+def test_a_range_abandoned_open_is_not_ended_by_the_ranges_after_it():
+    # Its end is unknown: it stays open (unfinished) rather than take the end
+    # time of whatever range, begun after it, ends next.
+    import gc
+
+    def body():
+        RecordEvent("abandoned").begin()
+        gc.collect()
+        with RecordEvent("after"):
+            pass
+
+    result = recorded(body)
+    assert rows(result) == [("after", 14, 0)]
+    assert result.info["unfinished_events"] == 1
+
+
 @pytest.mark.parametrize(
     "args, kwargs, error, message",
     [
