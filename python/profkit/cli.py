@@ -16,8 +16,10 @@ written) or 2 (a bad command line), with one line on stderr:
 
 import argparse
 import dataclasses
+import io
 import json
 import os
+import stat
 import sys
 import warnings
 from typing import List, NoReturn, Optional, Sequence
@@ -179,13 +181,30 @@ def _default_output(path: str) -> str:
 
 
 def _output_file(output: str) -> str:
-    """``-o``'s value, refused up front when it cannot name a file to write."""
+    """``-o``'s value (``-``: standard output), refused up front when it cannot name a file to write."""
+    if output == "-":
+        return "/dev/stdout"
     if not output:
         raise _UsageError("-o/--output is empty; give the file to write")
     if os.path.isdir(output):
         example = os.path.join(output, "trace.json")
         raise _UsageError(f"-o/--output {output!r} is a directory; give a file path, e.g. {example!r}")
     return output
+
+
+def _say_written(output: str, text: str) -> None:
+    """Prints the "wrote ..." note: on stdout, unless the trace itself went
+    there (``-o -``, ``-o /dev/stdout``) or to a FIFO or device, where the
+    note would be appended to the trace."""
+    stream = sys.stdout
+    try:
+        written = os.stat(output)
+        ours = os.fstat(sys.stdout.fileno())
+        if not stat.S_ISREG(written.st_mode) or (written.st_dev, written.st_ino) == (ours.st_dev, ours.st_ino):
+            stream = sys.stderr
+    except (OSError, ValueError, io.UnsupportedOperation):  # no real stdout (captured): it is not the trace
+        pass
+    print(text, file=stream)
 
 
 def _export(args: argparse.Namespace) -> None:
@@ -197,10 +216,12 @@ def _export(args: argparse.Namespace) -> None:
     result = load_profiler_result(args.file)
     if output.endswith(PKTRACE_SUFFIX):
         result.save(output)
-        print(f"wrote {output} ({len(result)} host events); `profkit summary {output}` or load_profiler_result")
+        where = f"`profkit summary {output}` or load_profiler_result"
+        _say_written(output, f"wrote {output} ({len(result)} host events); {where}")
         return
     result.export_chrome_tracing(output, label_durations=args.label_durations, include_flows=not args.no_flows)
-    print(f"wrote {output} ({len(result)} host events); open it in https://ui.perfetto.dev or chrome://tracing")
+    where = "open it in https://ui.perfetto.dev or chrome://tracing"
+    _say_written(output, f"wrote {output} ({len(result)} host events); {where}")
 
 
 def _summary(args: argparse.Namespace) -> None:
@@ -279,9 +300,10 @@ def _merge(args: argparse.Namespace) -> None:
         )
     _print_warnings(caught)
     names = ", ".join(i.name for i in report.inputs)
-    print(
+    _say_written(
+        report.output,
         f"wrote {report.output}: {len(report.inputs)} processes ({names}), {report.events} trace events; "
-        "open it in https://ui.perfetto.dev or chrome://tracing"
+        "open it in https://ui.perfetto.dev or chrome://tracing",
     )
 
 

@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import tempfile
-import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -50,6 +49,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Uni
 from . import _C
 from ._merge_sources import FOOTER, HEADER, MergeError, Source, display_text, normalize_inputs, parse_merge_inputs
 from ._merge_writing import LineRewriter, Writer, write_chrome, write_pktrace
+from ._output_files import output_file, written
 from ._warnings import ProfilerWarning
 from .export_callbacks import PKTRACE_SUFFIX
 
@@ -213,8 +213,10 @@ def merge_traces(
             ``(name, path)`` pairs. Unnamed inputs are called ``rank{r}``
             when their rank is known, else after their file. Each path is a
             ``.pktrace`` file or a Chrome trace profkit wrote.
-        output: the ``.trace.json`` to write (temp file + rename); a
-            ``.pktrace`` name is refused (the output is Chrome JSON).
+        output: the ``.trace.json`` to write (temp file + rename; a link
+            is kept and the file it names replaced, a FIFO or device such
+            as ``/dev/stdout`` written in place); a ``.pktrace`` name is
+            refused (the output is Chrome JSON).
         strict: raise MergeError on mismatched inputs (same rank twice,
             world sizes that disagree, one window given twice); False turns
             these into warnings.
@@ -240,12 +242,14 @@ def merge_traces(
             f"merge: the output {output!r} is named .pktrace, but a merged timeline is Chrome trace JSON; "
             "name it .trace.json (or .json)"
         )
-    if os.path.isdir(output):
+    try:
+        target = output_file(output)
+    except IsADirectoryError:
         # Otherwise the rename into place fails naming our temporary file, after every input was read.
         raise MergeError(
             f"merge: the output {output!r} is a directory; name the merged file, e.g. "
             f"{os.path.join(output, 'merged.trace.json')!r}"
-        )
+        ) from None
     sources = [Source(name, path) for name, path in pairs]
     for s in sources:
         if os.path.exists(output) and os.path.samefile(s.path, output):
@@ -256,15 +260,15 @@ def merge_traces(
         warnings.warn(f"profkit merge: {message}", ProfilerWarning, stacklevel=2)
 
     base_wall_ns = min(s.meta["first_wall_ns"] for s in sources)
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
+    if not target.in_place:
+        os.makedirs(target.directory, exist_ok=True)
     pids = _Pids()
     merged: List[MergedInput] = []
-    # Created like any file (mode from the umask, unlike mkstemp's 0600), under a name nobody else uses.
-    temp = os.path.join(directory, f".{os.path.basename(output)}.{uuid.uuid4().hex}.tmp")
-    scratch = tempfile.mkdtemp(dir=directory, prefix=".merge-")
+    # Decoded .pktrace inputs, next to the output where there is room for it
+    # (not /dev's for /dev/stdout).
+    scratch = tempfile.mkdtemp(dir=None if target.in_place else target.directory, prefix=".merge-")
     try:
-        with open(temp, "xb") as out:
+        with written(target) as out:
             out.write(HEADER)
             writer = Writer(out)
             flow_offset = 0
@@ -313,11 +317,6 @@ def merge_traces(
             }
             out.write(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
             out.write(b"}\n")
-        os.replace(temp, output)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return MergeReport(output=output, base_wall_ns=base_wall_ns, inputs=merged, warnings=problems)

@@ -118,6 +118,14 @@ def test_an_output_that_names_no_file_is_refused_before_anything_is_written(tmp_
     assert status == 2 and "is a directory; give a file path" in err
 
 
+def test_export_to_standard_output_keeps_its_note_off_the_trace(trace):
+    for output in ("-", "/dev/stdout"):
+        status, out, err = run("export", trace, "-o", output)
+        assert status == 0 and err.startswith("wrote /dev/stdout (")
+        doc = json.loads(out)  # the whole of stdout is the trace
+        assert any(e.get("name") == "forward" for e in doc["traceEvents"])
+
+
 def test_version():
     status, out, _ = run("--version")
     assert status == 0 and out.startswith("profkit ")

@@ -304,6 +304,26 @@ def run_cli(*args):
     return done.returncode, done.stdout, done.stderr
 
 
+def test_merging_onto_a_link_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    (tmp_path / "old.trace.json").write_text("old")
+    link = tmp_path / "latest.trace.json"
+    link.symlink_to("old.trace.json")
+    merge_traces([a], link)
+    assert link.is_symlink() and os.readlink(link) == "old.trace.json"
+    assert process_names(load(tmp_path / "old.trace.json"))  # the merged timeline, through the link
+    assert sorted(os.listdir(tmp_path)) == ["a.trace.json", "latest.trace.json", "old.trace.json"]
+
+
+def test_cli_merge_to_standard_output_keeps_its_note_off_the_trace(tmp_path):
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    for output in ("-", "/dev/stdout"):
+        code, stdout, stderr = run_cli("merge", a, "-o", output)
+        assert code == 0 and stderr.startswith("wrote /dev/stdout: 1 processes")
+        assert process_names(json.loads(stdout))  # the whole of stdout is the trace
+        assert sorted(os.listdir(tmp_path)) == ["a.trace.json"]  # no scratch or temporary left
+
+
 def test_cli_merge(tmp_path):
     a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
     b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_000)
