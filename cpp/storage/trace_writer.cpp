@@ -76,12 +76,11 @@ void save_result(const Result& r, const std::string& path) {
   const auto extra_vec = b.CreateVector(extra);
 
   const ResultInfo& i = r.info;
-  const auto metadata = fb::CreateMetadata(b, b.CreateString(i.profkit_version), b.CreateString(i.hostname), i.pid,
-                                           i.rank, i.world_size, i.span_index, i.start_ns, i.end_ns, i.clock_offset_ns,
-                                           i.dropped_events, i.unmatched_ends, i.overflowed_events, i.unfinished_events,
-                                           i.dropped_device_records, i.unattached_device_records, i.process_cpu_ns,
-                                           i.system_busy_ns, i.system_idle_ns, i.cpu_count, extra_vec,
-                                           i.lost_event_args);
+  const auto metadata = fb::CreateMetadata(
+      b, b.CreateString(i.profkit_version), b.CreateString(i.hostname), i.pid, i.rank, i.world_size, i.span_index,
+      i.start_ns, i.end_ns, i.clock_offset_ns, i.dropped_events, i.unmatched_ends, i.overflowed_events,
+      i.unfinished_events, i.dropped_device_records, i.unattached_device_records, i.process_cpu_ns, i.system_busy_ns,
+      i.system_idle_ns, i.cpu_count, extra_vec, i.lost_event_args);
 
   const auto host = struct_vector<fb::HostEvent>(b, r.host_events);
   const auto args = struct_vector<fb::EventArg>(b, r.event_args);
