@@ -126,7 +126,7 @@ def _format_ns(ns: int) -> str:
 
 
 def _info(args: argparse.Namespace) -> None:
-    from .result import load_profiler_result
+    from .result import RECORDING_LOSS_KEYS, load_profiler_result
 
     result = load_profiler_result(args.file)
     info = result.info
@@ -152,20 +152,7 @@ def _info(args: argparse.Namespace) -> None:
     ]
     width = max((len(name) for name in counts), default=0)
     lines.extend(f"  {name:<{width}}  {count}" for name, count in counts.items())
-    lines.append(
-        "not recorded: "
-        + ", ".join(
-            f"{key} {info[key]}"
-            for key in (
-                "dropped_events",
-                "unmatched_ends",
-                "overflowed_events",
-                "unfinished_events",
-                "lost_event_args",
-                "dropped_device_records",
-            )
-        )
-    )
+    lines.append("not recorded: " + ", ".join(f"{key} {info[key]}" for key in RECORDING_LOSS_KEYS))
     for key, value in result.metadata.items():
         lines.append(f"metadata:   {key} = {value}")
     print("\n".join(lines))

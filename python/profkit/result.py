@@ -31,6 +31,16 @@ __all__ = ["ProfilerResult", "load_profiler_result", "EVENT_DTYPE", "DEVICE_EVEN
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+#: The ``info`` counts of what a recording did not keep, in the order they are reported.
+RECORDING_LOSS_KEYS = (
+    "dropped_events",
+    "unmatched_ends",
+    "overflowed_events",
+    "unfinished_events",
+    "lost_event_args",
+    "dropped_device_records",
+)
+
 #: Host events, decoded: one row per event, thread by thread, by start time.
 EVENT_DTYPE = np.dtype(
     [
@@ -352,18 +362,7 @@ class ProfilerResult:
             ("threads", info["thread_count"]),
             ("host / GPU events", f"{info['host_event_count']} / {info['device_event_count']}"),
         ]
-        lost = {
-            k: info[k]
-            for k in (
-                "dropped_events",
-                "unmatched_ends",
-                "overflowed_events",
-                "unfinished_events",
-                "lost_event_args",
-                "dropped_device_records",
-            )
-            if info[k]
-        }
+        lost = {k: info[k] for k in RECORDING_LOSS_KEYS if info[k]}
         if lost:
             rows.append(("not recorded", ", ".join(f"{k}={v}" for k, v in lost.items())))
         rows.extend((f"metadata: {k}", v) for k, v in self.metadata.items())
