@@ -54,7 +54,7 @@ void append_json_escaped(std::string& out, std::string_view text) {
     const size_t len = utf8_sequence_length(text, i);
     if (len == 0) {
       out += kReplacement;
-      ++i;
+      i += utf8_invalid_length(text, i);
     } else {
       out.append(text.data() + i, len);
       i += len;

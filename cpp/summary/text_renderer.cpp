@@ -23,7 +23,7 @@ std::string printable(std::string_view text) {
     const size_t n = utf8_sequence_length(text, i);
     if (n == 0 || c < 0x20 || c == 0x7F) {
       out += '?';
-      i += 1;
+      i += n == 0 ? utf8_invalid_length(text, i) : 1;
     } else {
       out.append(text.substr(i, n));
       i += n;

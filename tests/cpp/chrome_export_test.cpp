@@ -42,7 +42,14 @@ TEST(JsonEscape, KeepsValidUtf8AndReplacesInvalidBytes) {
   EXPECT_EQ(escaped("\xC0\xAF"), r + r);                  // overlong
   EXPECT_EQ(escaped("\xED\xA0\x80"), r + r + r);          // surrogate
   EXPECT_EQ(escaped("\xF4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
-  EXPECT_EQ(escaped("ab\xE2\x82"), "ab" + r + r);         // cut short at the end
+  // One replacement per maximal subpart, as Python's decode(errors="replace"):
+  // a valid start cut short is one, wherever it is cut.
+  EXPECT_EQ(escaped("ab\xE2\x82"), "ab" + r);  // cut short at the end
+  EXPECT_EQ(escaped("\xF0\x9F\x98"
+                    "A"),
+            r + "A");                                              // cut short by an ASCII byte
+  EXPECT_EQ(escaped("\xE2\x82\xE2\x82\xAC"), r + "\xE2\x82\xAC");  // then a whole one
+  EXPECT_EQ(escaped("\xC3"), r);
   EXPECT_EQ(json_quoted("x"), "\"x\"");
 }
 

@@ -246,6 +246,24 @@ def test_invalid_utf8_from_c_callers_is_replaced(tmp_path):
     assert name == "bad \ufffd\ufffd bytes \ufffd\ufffd"
 
 
+def test_a_name_cut_short_reads_the_same_in_events_and_chrome_json(tmp_path):
+    # One U+FFFD per maximal ill-formed subpart, in the engine's JSON as in
+    # Python's decode(errors="replace") that .events uses.
+    import ctypes
+
+    lib = ctypes.CDLL(profkit.get_library())
+    lib.pk_begin_event_str.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    _C.set_state(RECORD)
+    lib.pk_begin_event_str(b"trunc\xe2\x82 and \xf0\x9f\x98", USER_DEFINED)
+    _C.end_event()
+    _C.set_state(CLOSED)
+    result = profkit.ProfilerResult(_C.collect())
+    path = tmp_path / "cut.trace.json"
+    result.export_chrome_tracing(path)
+    (in_json,) = [e["name"] for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"]
+    assert list(result.events["name"]) == [in_json] == ["trunc\ufffd and \ufffd"]
+
+
 def test_bad_files_raise_clear_python_errors(tmp_path):
     missing = tmp_path / "missing.pktrace"
     with pytest.raises(FileNotFoundError, match="missing.pktrace"):
