@@ -17,14 +17,15 @@ namespace profkit_py {
 namespace py = pybind11;
 
 // Sets the Python exception that matches `status`, carrying pk_last_error()
-// (for plain CPython functions, which then return nullptr).
-void set_status_error(pk_status status);
+// (for plain CPython functions, which then return nullptr). `path`: the file
+// the failed call was given, for an OSError's filename (nullptr: none).
+void set_status_error(pk_status status, const char* path = nullptr);
 
 // Raises that exception (for pybind11 functions).
-[[noreturn]] void raise_status(pk_status status);
+[[noreturn]] void raise_status(pk_status status, const char* path = nullptr);
 
-inline void check(pk_status status) {
-  if (status != PK_OK) raise_status(status);
+inline void check(pk_status status, const char* path = nullptr) {
+  if (status != PK_OK) raise_status(status, path);
 }
 
 // A path for the C ABI. C strings end at the first NUL, so a Python path

@@ -25,12 +25,20 @@ void set_error(PyObject* type, const std::string& message) {
 // IsADirectoryError, NotADirectoryError, ...), so callers can catch the kind
 // of failure, and e.errno holds the number. e.strerror holds the engine's
 // whole message (it names the path and what to do), not the bare strerror
-// text PyErr_SetFromErrnoWithFilename would put there.
-void set_os_error(int errnum, const std::string& message) {
+// text PyErr_SetFromErrnoWithFilename would put there; e.filename the path
+// the call was given, when there was one.
+void set_os_error(int errnum, const std::string& message, const char* path) {
   PyObject* text = decode_message(message);
   if (text == nullptr) return;
-  PyObject* error = PyObject_CallFunction(PyExc_OSError, "iO", errnum, text);
+  PyObject* filename = path != nullptr ? PyUnicode_DecodeFSDefault(path) : nullptr;
+  if (path != nullptr && filename == nullptr) {
+    Py_DECREF(text);
+    return;
+  }
+  PyObject* error = filename != nullptr ? PyObject_CallFunction(PyExc_OSError, "iOO", errnum, text, filename)
+                                        : PyObject_CallFunction(PyExc_OSError, "iO", errnum, text);
   Py_DECREF(text);
+  Py_XDECREF(filename);
   if (error == nullptr) return;  // the constructor's own error stands
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
   Py_DECREF(error);
@@ -38,11 +46,11 @@ void set_os_error(int errnum, const std::string& message) {
 
 }  // namespace
 
-void set_status_error(pk_status status) {
+void set_status_error(pk_status status, const char* path) {
   const std::string message = pk_last_error();
   const int errnum = pk_last_error_errno();  // the same failure's (both are per thread)
   if (errnum != 0 && (status == PK_ERR_NOT_FOUND || status == PK_ERR_IO)) {
-    set_os_error(errnum, message);
+    set_os_error(errnum, message, path);
     return;
   }
   switch (status) {
@@ -66,8 +74,8 @@ void set_status_error(pk_status status) {
   }
 }
 
-[[noreturn]] void raise_status(pk_status status) {
-  set_status_error(status);
+[[noreturn]] void raise_status(pk_status status, const char* path) {
+  set_status_error(status, path);
   throw py::error_already_set();
 }
 

@@ -24,12 +24,12 @@ std::unique_ptr<Result> collect() {
 std::unique_ptr<Result> load(const std::string& path) {
   pk_result* r = nullptr;
   pk_status status;
+  const char* file = path_arg(path);
   {
-    const char* file = path_arg(path);
     py::gil_scoped_release release;
     status = pk_result_load(file, &r);
   }
-  check(status);
+  check(status, file);
   return std::make_unique<Result>(r);
 }
 
@@ -130,7 +130,7 @@ void bind_result(py::module_& m, py::class_<Result>& result) {
               py::gil_scoped_release release;
               status = pk_result_save(self.get(), file);
             }
-            check(status);
+            check(status, file);
           },
           py::arg("path"))
       .def(
@@ -147,7 +147,7 @@ void bind_result(py::module_& m, py::class_<Result>& result) {
               py::gil_scoped_release release;
               status = pk_result_export_chrome_ex(self.get(), file, &o);
             }
-            check(status);
+            check(status, file);
           },
           py::arg("path"), py::arg("label_durations") = false, py::arg("include_flows") = true)
       .def("info", &result_info)

@@ -303,8 +303,10 @@ def _print_warnings(caught: List[warnings.WarningMessage]) -> None:
 
 def _one_line(error: BaseException) -> str:
     text = str(error) or type(error).__name__
-    if isinstance(error, OSError) and error.errno and error.strerror and error.filename is None:
-        text = error.strerror  # the engine's message names the file and the cause; "[Errno 13] " adds nothing
+    if isinstance(error, OSError) and error.errno and error.strerror:
+        # The engine's message names the file and the cause: "[Errno 13] " and the file again add nothing.
+        if error.filename is None or os.fsdecode(error.filename) in error.strerror:
+            text = error.strerror
     return " ".join(text.split())
 
 

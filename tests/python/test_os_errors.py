@@ -35,7 +35,7 @@ def test_a_parent_that_is_a_file_is_not_a_directory_error(tmp_path, write):
     target = str(plain / "run.out")
     with pytest.raises(NotADirectoryError) as caught:
         getattr(record_sample(), write)(target)
-    assert caught.value.errno == errno.ENOTDIR
+    assert caught.value.errno == errno.ENOTDIR and caught.value.filename == target
     assert target in caught.value.strerror and "cannot create" in caught.value.strerror
 
 
@@ -58,7 +58,7 @@ def test_saving_onto_a_directory_is_refused_before_writing(tmp_path):
 def test_loading_a_missing_file_or_a_directory(tmp_path):
     with pytest.raises(FileNotFoundError) as caught:
         _C.load(str(tmp_path / "missing.pktrace"))
-    assert caught.value.errno == errno.ENOENT
+    assert caught.value.errno == errno.ENOENT and caught.value.filename == str(tmp_path / "missing.pktrace")
     # The engine's own check (load_profiler_result looks first in Python).
     with pytest.raises(IsADirectoryError) as caught:
         _C.load(str(tmp_path))
