@@ -57,4 +57,6 @@ PK_API uint64_t pk_reader_time_ns(void) noexcept { return g_reader_ns.load(std::
 
 PK_API uint64_t pk_thread_reader_time_ns(void) noexcept { return t_range.total_ns; }
 
+PK_API uint32_t pk_data_loading_depth(void) noexcept { return t_range.depth; }
+
 }  // extern "C"

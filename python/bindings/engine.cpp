@@ -40,6 +40,7 @@ void bind_engine(py::module_& m) {
   m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
   m.def("data_loading_begin", &pk_data_loading_begin, "Opens a data-loading range on this thread", py::arg("name_id"));
   m.def("data_loading_end", &pk_data_loading_end, "Closes this thread's innermost data-loading range");
+  m.def("data_loading_depth", &pk_data_loading_depth, "Data-loading ranges open on this thread");
   m.def(
       "set_thread_name", [](const std::string& name) { check(pk_set_thread_name(name.c_str())); }, py::arg("name"));
   m.def("record_memory", &pk_record_memory, py::arg("device"), py::arg("address"), py::arg("bytes"),

@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
     const uint64_t reader_before = pk_reader_time_ns();
     pk_data_loading_begin(pk_intern("DataLoader"));
     pk_data_loading_begin(pk_intern("inner")); /* part of the outer range */
+    CHECK(pk_data_loading_depth() == 2);       /* 1.14 */
     pk_data_loading_end();
     pk_data_loading_end();
+    CHECK(pk_data_loading_depth() == 0);
     CHECK(pk_reader_time_ns() > reader_before);
     CHECK(pk_thread_reader_time_ns() > 0); /* this thread's own (1.11) */
   }

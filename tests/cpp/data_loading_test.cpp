@@ -124,6 +124,21 @@ TEST_F(DataLoadingTest, AnEndWithoutABeginIsIgnored) {
   ASSERT_EQ(events_of(r.get()).size(), 1u);
 }
 
+TEST_F(DataLoadingTest, TheDepthCountsTheCallingThreadsOpenRanges) {
+  const pk_name_id name = pk_intern("fetch");
+  EXPECT_EQ(pk_data_loading_depth(), 0u);
+  pk_data_loading_begin(name);
+  pk_data_loading_begin(name);
+  EXPECT_EQ(pk_data_loading_depth(), 2u);
+  uint32_t on_another_thread = 99;
+  std::thread([&] { on_another_thread = pk_data_loading_depth(); }).join();
+  EXPECT_EQ(on_another_thread, 0u);  // each thread's own
+  pk_data_loading_end();
+  pk_data_loading_end();
+  pk_data_loading_end();  // an end too many is ignored: the depth stays 0
+  EXPECT_EQ(pk_data_loading_depth(), 0u);
+}
+
 TEST_F(DataLoadingTest, EachThreadNestsItsOwnRangesAndAllAddReaderTime) {
   const uint64_t before = pk_reader_time_ns();
   const pk_name_id name = pk_intern("worker fetch");

@@ -513,6 +513,20 @@ def test_a_module_called_while_a_batch_is_fetched_is_part_of_the_dataloader_even
     assert len(flips) == 4 and all(DATALOADER in around and FORWARD not in around for around in flips)
 
 
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_a_module_called_in_the_users_own_data_loading_range_is_not_a_forward(pk_torch, backend):
+    pk_torch.enable(backend=backend)
+    model, transform = nn.Linear(3, 2), nn.Identity()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in range(2):
+            with profkit.dataloader_range("fetch"):  # a loader that is not torch's
+                x = transform(torch.ones(3))
+            model(x)
+            prof.step()
+    assert profkit._C.data_loading_depth() == 0
+    assert names_of_type(events_of(prof), FORWARD) == ["Linear.forward"] * 2
+
+
 def test_record_shapes(pk_torch):
     pk_torch.enable(record_shapes=True)
     prof = train(make_loader(n=4, batch_size=4))

@@ -254,6 +254,12 @@ PK_API pk_status pk_set_thread_name(const char* utf8_name) PK_NOEXCEPT;
 PK_API void pk_data_loading_begin(pk_name_id name) PK_NOEXCEPT;
 PK_API void pk_data_loading_end(void) PK_NOEXCEPT;
 
+/* How many data-loading ranges are open on the calling thread (0: none), since
+ * 1.14: a framework hook asks it to tell work done while a batch is fetched
+ * (a transform module in a Dataset) from the model's own. Thread-safe; the
+ * calling thread's own count, a thread-local read. */
+PK_API uint32_t pk_data_loading_depth(void) PK_NOEXCEPT;
+
 /* The process's reader time: ns spent in outermost data-loading ranges, by
  * every thread, since the library was loaded. A step's reader cost is the
  * difference between two reads (benchmark mode reads it at step boundaries).

@@ -18,8 +18,7 @@ namespace {
 
 enum Kind : int { kForward = 0, kBackward = 1, kDataLoading = 2 };
 
-thread_local int t_forward_depth = 0;       // module calls in progress on this thread
-thread_local int t_data_loading_depth = 0;  // DATA_LOADING calls in progress on this thread
+thread_local int t_forward_depth = 0;  // module calls in progress on this thread
 
 // torch._C._current_graph_task_id: -1 unless the autograd engine runs a
 // backward pass on this thread. A module called then (activation
@@ -69,7 +68,10 @@ PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf,
   // batch is fetched (a transform module in Dataset.__getitem__) is part of
   // the Dataloader event, as one called in backward is part of Backward:
   // a Forward event too would count its time twice in the Model summary.
-  if (t_forward_depth > 0 || t_data_loading_depth > 0 || PyVectorcall_NARGS(nargsf) < 1) {
+  // pk_data_loading_depth counts every data-loading range on the thread:
+  // torch's DataLoader (DATA_LOADING below), profkit.dataloader_range(), a
+  // framework's own.
+  if (t_forward_depth > 0 || pk_data_loading_depth() > 0 || PyVectorcall_NARGS(nargsf) < 1) {
     return PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
   }
   // As RecordEvent: recorded only when begun and ended in the same window.
@@ -94,9 +96,7 @@ PyObject* call_backward(PyObject* callable, PyObject* const* args, size_t nargsf
 PyObject* call_data_loading(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   const auto* self = reinterpret_cast<CallRange*>(callable);
   pk_data_loading_begin(self->name);
-  ++t_data_loading_depth;  // read by call_forward; the engine's own depth is not in the C ABI
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
-  --t_data_loading_depth;
   pk_data_loading_end();
   return result;
 }

@@ -4,15 +4,17 @@
 //   FORWARD       torch.nn.Module.__call__ (only while a window records): each
 //                 top-level module call on a thread is a Forward event
 //                 "<ModuleClass>.forward"; nested calls pass straight through,
-//                 and so do calls during a backward pass or a DATA_LOADING
-//                 call on the same thread (they belong to those events).
+//                 and so do calls during a backward pass or inside any
+//                 data-loading range on the same thread (pk_data_loading_depth:
+//                 this DATA_LOADING, profkit.dataloader_range(), a
+//                 framework's): they belong to those events.
 //   BACKWARD      torch.autograd.backward: each call is a Backward event.
 //   DATA_LOADING  _BaseDataLoaderIter.__next__: each call is a data-loading
 //                 range (pk_data_loading_begin/end): a Dataloader event while
 //                 recording, and reader time for benchmark mode always.
 //
-// Thread-safety: called with the GIL held; the Forward and data-loading
-// nesting depths are per thread. Ownership: a wrapper holds a strong
+// Thread-safety: called with the GIL held; the Forward nesting depth (and
+// the engine's data-loading depth) are per thread. Ownership: a wrapper holds a strong
 // reference to the callable it wraps.
 #pragma once
 

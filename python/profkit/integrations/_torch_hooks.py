@@ -6,8 +6,9 @@ What each records, and where it hooks in:
   the loss module), named ``"<ModuleClass>.forward"``. Submodule calls are
   inside it and are not events of their own, nor are module calls during a
   backward pass (activation checkpointing's recomputed forward is Backward)
-  or while a DataLoader fetches a batch on the thread (a transform module in
-  ``Dataset.__getitem__`` is Dataloader): the Model summary would count
+  or inside a data-loading range on the thread (a transform module in
+  ``Dataset.__getitem__`` while a DataLoader fetches a batch, or inside
+  ``profkit.dataloader_range()``, is Dataloader): the Model summary would count
   their time twice. ``nn.Module.__call__`` is
   wrapped only while a Profiler records (``window()``). torch's global
   module hooks would cost several microseconds on every module call and
@@ -45,6 +46,7 @@ import threading
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional
 
+from .. import _C
 from .._C import RecordEvent
 from .._enums import TracerEventType
 from ..dataloader import DataloaderRange
@@ -61,7 +63,6 @@ BACKWARD_EVENT_NAME = "backward"
 
 class _PerThread(threading.local):
     forward_depth = 0
-    data_loading_depth = 0  # DataLoader fetches in progress (Python wrapper)
 
 
 class _OptimizerSteps(threading.local):
@@ -169,6 +170,7 @@ class PythonHooks:
 
         is_compiling = self._torch.compiler.is_compiling
         graph_task_id = self._torch._C._current_graph_task_id
+        data_loading_depth = _C.data_loading_depth
 
         @functools.wraps(original)
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
@@ -176,9 +178,10 @@ class PythonHooks:
             # traces a module call it sees the plain call (a RecordEvent in
             # the trace would be a graph break). A module called during a
             # backward pass (checkpointing's recomputed forward) is part of
-            # Backward, and one called while a batch is fetched is part of
-            # Dataloader, not a Forward of its own.
-            if local.forward_depth or local.data_loading_depth or is_compiling() or graph_task_id() != -1:
+            # Backward, and one called while a batch is fetched (in any
+            # data-loading range on the thread) is part of Dataloader, not a
+            # Forward of its own.
+            if local.forward_depth or data_loading_depth() or is_compiling() or graph_task_id() != -1:
                 return original(module, *args, **kwargs)
             local.forward_depth = 1
             try:
@@ -317,16 +320,10 @@ class PythonHooks:
             __next__ = self._native.CallRange(original, self._native.DATA_LOADING, DATALOADER_EVENT_NAME)
         else:
 
-            local = self._local
-
             @functools.wraps(original)
             def __next__(iterator: Any) -> Any:
                 with DataloaderRange(DATALOADER_EVENT_NAME):
-                    local.data_loading_depth += 1  # read by the Forward wrapper
-                    try:
-                        return original(iterator)
-                    finally:
-                        local.data_loading_depth -= 1
+                    return original(iterator)
 
         iterator_class.__next__ = __next__
         self._restore.append(lambda: put_back(iterator_class, "__next__", __next__, original))
