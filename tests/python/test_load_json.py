@@ -117,6 +117,8 @@ def test_a_cut_or_edited_json_is_a_value_error_never_a_crash(both_files, tmp_pat
         data = f.read()
     bad = tmp_path / "cut.trace.json"
     for size in range(1, len(data), max(1, len(data) // 64)):
+        if not data[size:].strip():
+            continue  # only the final newline cut: still the whole document
         bad.write_bytes(data[:size])
         with pytest.raises(ValueError, match="cut.trace.json"):
             load_profiler_result(bad)
