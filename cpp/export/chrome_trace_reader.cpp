@@ -311,7 +311,6 @@ class ChromeTraceLoader {
   }
 
   ResultInfo info_from(const JsonProfkitObject& meta, uint64_t layout) const;
-  int64_t meta_int(const JsonProfkitObject& meta, const char* key, bool required) const;
   template <class Int>
   Int meta_in_range(const JsonProfkitObject& meta, const char* key, bool required, Int lowest, Int highest) const;
   template <class Int>
@@ -338,17 +337,6 @@ class ChromeTraceLoader {
   uint64_t event_index_ = 0;
   std::exception_ptr first_problem_;
 };
-
-int64_t ChromeTraceLoader::meta_int(const JsonProfkitObject& meta, const char* key, bool required) const {
-  const auto it = meta.fields.find(key);
-  if (it == meta.fields.end()) {
-    if (required) fail_file(std::string("its \"profkit\" object has no \"") + key + "\"");
-    return 0;
-  }
-  const std::optional<int64_t> v = it->second.is_number() ? parse_integer<int64_t>(it->second.text) : std::nullopt;
-  if (!v) fail_file(std::string("its \"profkit\" object's \"") + key + "\" is not a whole number");
-  return *v;
-}
 
 // A whole number in [lowest, highest] (lowest <= 0 <= highest), the range
 // of the Result field it fills. One outside is damage, refused: a negative
@@ -415,7 +403,7 @@ ResultInfo ChromeTraceLoader::info_from(const JsonProfkitObject& meta, uint64_t 
   info.span_index = u64("span_index", false);
   info.start_ns = time("start_ns");
   info.end_ns = time("end_ns");
-  info.clock_offset_ns = meta_int(meta, "clock_offset_ns", true);
+  info.clock_offset_ns = meta_in_range<int64_t>(meta, "clock_offset_ns", true);
   info.dropped_events = u64("dropped_events", false);
   info.unmatched_ends = u64("unmatched_ends", false);
   info.overflowed_events = u64("overflowed_events", false);
@@ -459,7 +447,8 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
               " traces (profkit merge); load one process's own .pktrace or .trace.json instead");
   }
   if (first_problem_) std::rethrow_exception(first_problem_);
-  const int64_t layout = meta.fields.count("trace_json_version") ? meta_int(meta, "trace_json_version", true) : 1;
+  const int64_t layout =
+      meta.fields.count("trace_json_version") ? meta_in_range<int64_t>(meta, "trace_json_version", true) : 1;
   if (layout < 1 || static_cast<uint64_t>(layout) > kChromeTraceJsonVersion) {
     throw Error(PK_ERR_VERSION, "cannot load '" + path_ + "': it was written by a newer profkit (trace_json_version " +
                                     std::to_string(layout) + "; this profkit reads up to " +
@@ -473,12 +462,12 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
   if (labels != meta.fields.end() && labels->second.kind == JsonScalar::Kind::kBool && labels->second.boolean) {
     strip_duration_labels();
   }
-  const int64_t base = meta_int(meta, "base_ns", true);
+  const int64_t base = meta_in_range<int64_t>(meta, "base_ns", true);
 
   // The counts the writer recorded: anything else means a cut or edited file.
   auto check_count = [&](const char* key, const char* what, size_t found, bool required) {
     if (!required && !meta.fields.count(key)) return;
-    const int64_t expected = meta_int(meta, key, true);
+    const int64_t expected = meta_in_range<int64_t>(meta, key, true);
     if (expected < 0 || static_cast<uint64_t>(expected) != found) {
       fail_file("it holds " + std::to_string(found) + " " + what + " but its metadata says " +
                 std::to_string(expected) + ": the file was cut short or edited");
