@@ -15,9 +15,10 @@ first ``warmup_steps`` steps (10, as paddle.profiler) when the run has more
 steps than that, and says so.
 
 Thread-safety: a StepTimer belongs to the thread that drives its Profiler.
-Data loading may be marked on any thread; all of it counts. A step that
-ends on another thread than it began counts no reader cost: the two
-threads' reader totals cannot be subtracted.
+Data loading may be marked on any thread; all of it counts. ``start()``
+may run on another thread than the loop that steps: the first step then
+counts no reader cost, since the two threads' reader totals cannot be
+subtracted (the steps after it are marked on the stepping thread).
 """
 
 import threading
@@ -106,7 +107,9 @@ class StepTimer:
         self._samples: List[Optional[int]] = []
         self._step_start = 0
         self._reader_mark = 0  # reader_time_ns() when the step in progress began
-        self._reader_thread = 0  # the thread whose reader total _reader_mark is
+        # The thread restart_step() read _reader_mark on, until the next step
+        # checks it; None once step() has taken the mark on its own thread.
+        self._reader_thread: Optional[int] = None
         self._info_from = 0  # first step not yet reported by step_info
         self._running = False
 
@@ -136,14 +139,18 @@ class StepTimer:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
         reader_total = reader_time_ns()
-        thread = threading.get_ident()
         self._batch_ns.append(now - self._step_start)
-        # Reader totals are per thread: a mark taken on another thread (start()
-        # there, step() here) is not comparable, so this step counts none.
-        self._reader_ns.append(reader_total - self._reader_mark if thread == self._reader_thread else 0)
+        reader = reader_total - self._reader_mark
+        if self._reader_thread is not None:
+            # The first step since restart_step(): reader totals are per
+            # thread, and a mark read on another thread (start() there,
+            # step() here) is not comparable, so this step counts none.
+            if self._reader_thread != threading.get_ident():
+                reader = 0
+            self._reader_thread = None
+        self._reader_ns.append(reader)
         self._samples.append(num_samples)
         self._reader_mark = reader_total
-        self._reader_thread = thread
         self._step_start = now
 
     def restart_step(self) -> None:
