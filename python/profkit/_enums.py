@@ -31,10 +31,17 @@ class ProfilerState(Enum):
 
 
 class ProfilerTarget(Enum):
-    """Devices a Profiler traces: the CPU always, the GPU where CUPTI works."""
+    """Devices a Profiler traces: the CPU always, the GPU where CUPTI works.
+
+    XPU and CUSTOM_DEVICE are paddle.profiler's, so that scripts naming them
+    run; profkit cannot trace them, and a Profiler asked to warns and leaves
+    them out.
+    """
 
     CPU = 0
     GPU = 1
+    XPU = 2
+    CUSTOM_DEVICE = 3
 
 
 class SortedKeys(Enum):

@@ -139,23 +139,37 @@ def _warn_gpu_unavailable(reason: str) -> None:
     )
 
 
+# paddle.profiler's targets that profkit has no tracer for.
+_UNTRACEABLE_TARGETS = frozenset({ProfilerTarget.XPU, ProfilerTarget.CUSTOM_DEVICE})
+
+
 def _resolve_targets(targets: Optional[Iterable[ProfilerTarget]]) -> Set[ProfilerTarget]:
-    """The devices to trace: None means the CPU plus the GPU when it can be traced."""
+    """The devices to trace: None or an empty list means the CPU plus the GPU when it can be traced."""
     gpu_ok, reason = _C.gpu_available()
-    if targets is None:
-        return {ProfilerTarget.CPU, ProfilerTarget.GPU} if gpu_ok else {ProfilerTarget.CPU}
     if isinstance(targets, ProfilerTarget):
         targets = [targets]
-    if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
+    if targets is not None and (isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable)):
         raise TypeError(
             "Profiler: targets must be a ProfilerTarget or a list of them (ProfilerTarget.CPU, ProfilerTarget.GPU), "
             f"not {type(targets).__name__}"
         )
     resolved: Set[ProfilerTarget] = set()
-    for target in targets:
+    for target in targets or ():
         if not isinstance(target, ProfilerTarget):
             raise TypeError(f"Profiler: targets must be ProfilerTarget values, got {target!r}")
         resolved.add(target)
+    if not resolved:
+        # paddle.profiler's `if targets:` -- an empty list is the default too.
+        return {ProfilerTarget.CPU, ProfilerTarget.GPU} if gpu_ok else {ProfilerTarget.CPU}
+    unsupported = sorted((t for t in resolved if t in _UNTRACEABLE_TARGETS), key=lambda t: t.value)
+    if unsupported:
+        warnings.warn(
+            f"profkit: cannot trace {', '.join(t.name for t in unsupported)} (only the CPU and CUDA GPUs); "
+            "profiling without it",
+            ProfilerWarning,
+            stacklevel=3,
+        )
+        resolved.difference_update(unsupported)
     if ProfilerTarget.GPU in resolved and not gpu_ok:
         _warn_gpu_unavailable(reason)
         resolved.discard(ProfilerTarget.GPU)
@@ -217,13 +231,14 @@ class Profiler:
             window ends; ``prof.profiler_result`` is that window. Default:
             ``export_chrome_tracing("./profiler_log/")``.
         timer_only: only time the steps (benchmark mode); record nothing.
-        record_shapes, profile_memory, with_flops: kept for framework
-            integrations to read (``prof.record_shapes``...); the engine
-            records what integrations send it. profkit.integrations.torch
-            reads record_shapes (operators' input shapes) and
-            profile_memory (torch's allocations and frees).
-        emit_nvtx, custom_device_types: not supported; a ProfilerWarning says
-            so when set.
+        record_shapes, profile_memory: kept for framework integrations to
+            read (``prof.record_shapes``...); the engine records what
+            integrations send it. profkit.integrations.torch reads
+            record_shapes (operators' input shapes) and profile_memory
+            (torch's allocations and frees).
+        with_flops, emit_nvtx, custom_device_types: not supported; a
+            ProfilerWarning says so when set (``prof.with_flops`` keeps the
+            value).
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
             is longer (default 10, as paddle.profiler).
         memory_cap: bytes the engine may use for recorded events, at least
@@ -264,6 +279,16 @@ class Profiler:
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_flops = bool(with_flops)
+        if self.with_flops:
+            # paddle.profiler prints a FLOPs table in summary() for it; nothing
+            # here computes FLOPs, so say so rather than leave the table missing
+            # without a word.
+            warnings.warn(
+                "profkit: with_flops is not supported (no FLOPs are computed; summary() has no FLOPs table) "
+                "and is ignored",
+                ProfilerWarning,
+                stacklevel=2,
+            )
         if emit_nvtx:
             warnings.warn("profkit: emit_nvtx is not supported and is ignored", ProfilerWarning, stacklevel=2)
         if isinstance(custom_device_types, str):
@@ -498,7 +523,8 @@ class Profiler:
     def step_info(self, unit: Optional[str] = None) -> str:
         """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"`` averaged since the last call.
 
-        ``unit`` names what num_samples counts (default "samples"); steps
+        ``unit`` names what num_samples counts; it is kept for later calls
+        and the Perf Summary (``"samples"`` until one is given). Steps
         without num_samples make ips count steps.
         """
         return self._timer.step_info(unit)

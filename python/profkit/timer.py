@@ -162,9 +162,11 @@ class StepTimer:
     def step_info(self, unit: Optional[str] = None) -> str:
         """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"``, averaged over the steps since the last call.
 
-        ``unit`` names what num_samples counts (default ``"samples"``); when
-        a step had no num_samples, ips counts steps (``steps/s``). With no
-        step since the last call every figure is 0.
+        ``unit`` names what num_samples counts. It is kept: later calls
+        without one, and the Perf Summary, use the unit last given
+        (``"samples"`` until one is). When a step had no num_samples, ips
+        counts steps (``steps/s``). With no step since the last call every
+        figure is 0.
         """
         if unit is not None:
             if not isinstance(unit, str):

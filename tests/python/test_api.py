@@ -41,7 +41,7 @@ def test_enum_values():
         ("RECORD", 2),
         ("RECORD_AND_RETURN", 3),
     ]
-    assert [(t.name, t.value) for t in profiler.ProfilerTarget] == [("CPU", 0), ("GPU", 1)]
+    assert [(t.name, t.value) for t in profiler.ProfilerTarget] == [("CPU", 0), ("GPU", 1), ("XPU", 2), ("CUSTOM_DEVICE", 3)]
     assert [k.name for k in profiler.SortedKeys] == [
         "CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin"
     ]  # fmt: skip

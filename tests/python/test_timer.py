@@ -60,6 +60,8 @@ def test_step_info_format_and_averages_since_the_last_call(clock):
     run_steps(t, clock, [50], readers_ms=[10], samples=[10])
     assert t.step_info(unit="images") == "reader_cost: 0.01000 s batch_cost: 0.05000 s ips: 200.000 images/s"
     assert t.step_info() == "reader_cost: 0.00000 s batch_cost: 0.00000 s ips: 0.000 steps/s"
+    run_steps(t, clock, [50], samples=[5])
+    assert t.step_info().endswith(" ips: 100.000 images/s")  # the unit last given is kept
 
 
 def test_steps_without_num_samples_count_steps(clock):
