@@ -30,7 +30,7 @@ struct ThreadExitGuard {
   ~ThreadExitGuard() {
     t_thread_exiting = true;
     t_thread_buffer = nullptr;
-    if (buffer != nullptr) buffer->on_thread_exit();
+    if (buffer != nullptr) ThreadRegistry::instance().thread_exited(buffer);
   }
 };
 thread_local ThreadExitGuard t_exit_guard;
@@ -46,6 +46,7 @@ std::string os_thread_name() {
 ThreadBuffer::ThreadBuffer(uint64_t tid) : tid_(tid) {}
 
 ThreadBuffer::~ThreadBuffer() {
+  free_exit_records();
   Chunk::release(current_.load(std::memory_order_relaxed));
   for (Chunk* list : {completed_.take_all(), spares_.take_all(), own_spares_}) {
     while (list != nullptr) {
@@ -117,7 +118,53 @@ void ThreadBuffer::on_thread_exit() noexcept {
     Chunk::release(own_spares_);
     own_spares_ = next;
   }
+  shrink_last_chunk_at_exit();
   exited_.store(true, std::memory_order_release);
+}
+
+// A thread's records wait for the next collect after it exits. Its last chunk
+// is mostly empty for a short-lived thread (one that records a few events:
+// a thread per request or per batch), yet kept its whole 256 KiB, resident
+// and counted against the memory cap: a window in which 4096 such threads
+// came and went reached the default 1 GiB cap, taking 1 GiB of RSS for a few
+// KiB of events, and every later event of the window was dropped. The
+// records it holds are copied out instead, and the chunk goes to the pool
+// for the next new thread (or is unmapped when no window records).
+void ThreadBuffer::shrink_last_chunk_at_exit() noexcept {
+  Chunk* c = chunk_;
+  if (c == nullptr || exit_records_ != nullptr) return;
+  const uint32_t committed = c->committed.load(std::memory_order_relaxed);
+  const uint32_t n = committed - c->consumed;  // consumed: the collector's, read under the registry's lock
+  if (n > Chunk::kCapacity / 2) return;        // full enough: copying would save little
+  if (n > 0) {
+    const uint64_t bytes = uint64_t{n} * sizeof(RawRecord);
+    if (!MemoryBudget::try_reserve(bytes)) return;
+    auto* copy = new (std::nothrow) RawRecord[n];
+    if (copy == nullptr) {
+      MemoryBudget::release(bytes);
+      return;
+    }
+    std::copy(c->records + c->consumed, c->records + committed, copy);
+    exit_records_ = copy;
+    exit_record_count_ = n;
+  }
+  chunk_ = nullptr;
+  records_ = nullptr;
+  count_ = capacity_ = 0;
+  current_.store(nullptr, std::memory_order_relaxed);
+  if (recording_window() != 0) {
+    ChunkPool::put(c);
+  } else {
+    Chunk::release(c);
+  }
+}
+
+void ThreadBuffer::free_exit_records() noexcept {
+  if (exit_records_ == nullptr) return;
+  delete[] exit_records_;
+  MemoryBudget::release(uint64_t{exit_record_count_} * sizeof(RawRecord));
+  exit_records_ = nullptr;
+  exit_record_count_ = 0;
 }
 
 void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept {

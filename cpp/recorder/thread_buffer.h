@@ -54,6 +54,12 @@ class OwnerCounter {
 class alignas(64) ThreadBuffer {
  public:
   static constexpr uint32_t kMaxDepth = 256;  // stack indices fit a record's depth byte
+  // Finished chunks a collect gives back to their live thread; the others go
+  // to the ChunkPool, where every thread finds them. Spares are the thread's
+  // alone: when a collect kept them all, a thread that had filled the memory
+  // cap in one window held it through every later window (while idle too),
+  // and every event of any other thread was dropped.
+  static constexpr uint32_t kKeptSpares = 2;
 
  private:
   struct OpenEvent {
@@ -188,6 +194,8 @@ class alignas(64) ThreadBuffer {
   bool innermost_open(uint32_t window, uint64_t* start, uint8_t* index) const noexcept;
 
   // ---- owner: lifecycle ----
+  // At thread exit, under the registry's lock (ThreadRegistry::thread_exited),
+  // so that no collect is draining the buffer meanwhile.
   void on_thread_exit() noexcept;
 
   // ---- in a fork()'s child, before it runs on (it has one thread) ----
@@ -211,9 +219,10 @@ class alignas(64) ThreadBuffer {
   uint32_t window() const noexcept { return window_snapshot_.load(std::memory_order_relaxed); }
   // Calls visit(records, n) for every record not yet collected, oldest first,
   // then recycles the chunks the owner has finished with: when `keep_spares`
-  // they stay as this thread's spares (or go to the ChunkPool if the thread
-  // has exited); otherwise they are freed. Returns true when the buffer is fully
-  // drained and its thread has exited (the registry may then delete it).
+  // up to kKeptSpares stay as this thread's spares and the rest go to the
+  // ChunkPool (all of them if the thread has exited); otherwise they are
+  // freed. Returns true when the buffer is fully drained and its thread has
+  // exited (the registry may then delete it).
   template <class Visit>
   bool drain(bool keep_spares, Visit&& visit);
 
@@ -237,12 +246,23 @@ class alignas(64) ThreadBuffer {
   Chunk* take_spare() noexcept;
   static void drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept;
 
+  // Moves the uncollected records of the owner's last chunk, when they fill
+  // little of it, into exit_records_ and gives the chunk up (see
+  // on_thread_exit).
+  void shrink_last_chunk_at_exit() noexcept;
+  void free_exit_records() noexcept;
+
   // shared with the collector
   std::atomic<uint32_t> window_snapshot_{0};
   std::atomic<Chunk*> current_{nullptr};
   ChunkStack completed_;
   ChunkStack spares_;
   std::atomic<bool> exited_{false};
+  // The newest records of an exited thread (after every chunk's), written by
+  // the owner at exit and read by the collector, both under the registry's
+  // lock; their bytes are counted against the memory cap.
+  RawRecord* exit_records_ = nullptr;
+  uint32_t exit_record_count_ = 0;
 
   uint64_t tid_;  // changed only in a fork()'s child, which has no other thread
   mutable std::mutex name_mutex_;
@@ -278,13 +298,15 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
     drain_one(c, &first, &n);
     if (n > 0) visit(first, n);
   };
+  uint32_t kept = 0;
   auto recycle = [&](Chunk* c) {
     if (!keep_spares) {
       Chunk::release(c);
-    } else if (was_exited) {
-      ChunkPool::put(c);  // for the next new thread
+    } else if (was_exited || kept == kKeptSpares) {
+      ChunkPool::put(c);  // for any thread, a new one too
     } else {
       spares_.push(c);
+      ++kept;
     }
   };
   for (Chunk* list : finished) {
@@ -305,6 +327,7 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
     }
   }
   if (current != nullptr) consume(current);
+  if (was_exited && exit_record_count_ > 0) visit(static_cast<const RawRecord*>(exit_records_), exit_record_count_);
   if (!was_exited) {
     if (!keep_spares) {
       for (Chunk* c = spares_.take_all(); c != nullptr;) {
@@ -323,6 +346,7 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
     recycle(c);
     c = next;
   }
+  free_exit_records();
   return true;
 }
 

@@ -13,6 +13,11 @@ void ThreadRegistry::add(ThreadBuffer* buffer) {
   buffers_.push_back(buffer);
 }
 
+void ThreadRegistry::thread_exited(ThreadBuffer* buffer) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  buffer->on_thread_exit();
+}
+
 void ThreadRegistry::retire(ThreadBuffer* buffer) {
   retired_.recorded_events += buffer->recorded_events.get();
   retired_.dropped_events += buffer->dropped_events.get();

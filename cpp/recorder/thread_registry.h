@@ -25,6 +25,9 @@ class ThreadRegistry {
   static ThreadRegistry& instance();
 
   void add(ThreadBuffer* buffer);
+  // The owner of `buffer` is exiting (its TLS destructor): ThreadBuffer::
+  // on_thread_exit under the lock, so that it never runs during a drain.
+  void thread_exited(ThreadBuffer* buffer) noexcept;
 
   // Calls fn(buffer) for each buffer; when fn returns true the buffer's thread
   // has exited and it is fully drained, so the registry deletes it (folding

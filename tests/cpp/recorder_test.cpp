@@ -306,6 +306,130 @@ TEST_F(RecorderTest, MemoryCapDropsAndCountsEvents) {
   EXPECT_EQ(kept + info.dropped_events, static_cast<uint64_t>(kEvents));
 }
 
+uint64_t memory_used() {
+  pk_counters counters{};
+  counters.struct_size = sizeof counters;
+  EXPECT_EQ(pk_get_counters(&counters), PK_OK);
+  return counters.memory_used;
+}
+
+// A thread that records a few events and exits (a thread per request or per
+// batch) used to keep its whole 256 KiB buffer until the next collect: 4096
+// of them in one window filled the default 1 GiB cap and every later event
+// was dropped. Here the cap leaves room for 8 buffers and 64 such threads
+// come and go in one window.
+TEST_F(RecorderTest, ShortLivedThreadsDoNotEachHoldABufferUntilTheCollect) {
+  const uint64_t baseline = memory_used();
+  ASSERT_EQ(pk_set_memory_cap(baseline + 8 * 256 * 1024), PK_OK);
+  const pk_name_id name = pk_intern("short-lived");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  constexpr int kThreads = 64;
+  constexpr int kEventsPerThread = 3;
+  for (int t = 0; t < kThreads; ++t) {
+    std::thread([&] {
+      for (int i = 0; i < kEventsPerThread; ++i) {
+        pk_begin_event(name, PK_EVENT_USER_DEFINED);
+        pk_end_event();
+      }
+    }).join();
+  }
+  // What the exited threads still hold: their records, not their buffers.
+  EXPECT_LE(memory_used(), baseline + 2 * 256 * 1024);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const pk_result_info info = info_of(r.get());
+  EXPECT_EQ(info.dropped_events, 0u);
+  EXPECT_EQ(events_of(r.get()).size(), static_cast<size_t>(kThreads) * kEventsPerThread);
+  EXPECT_LE(memory_used(), baseline);  // and nothing is left once collected
+}
+
+// A window collected while the engine goes on (READY or recording) leaves
+// the finished buffers for the next one. Kept all as spares of the thread
+// that filled them, they were out of every other thread's reach: after one
+// thread filled the cap, every event of another thread in every later window
+// was dropped, however few.
+TEST_F(RecorderTest, BuffersOneThreadFilledInAWindowServeOtherThreadsInTheNext) {
+  const uint64_t baseline = memory_used();
+  ASSERT_EQ(pk_set_memory_cap(baseline + 8 * 256 * 1024), PK_OK);
+  const pk_name_id name = pk_intern("busy, then idle");
+  std::atomic<int> phase{0};
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread busy([&] {
+    for (int i = 0; i < 100000; ++i) {  // past the cap: more than 8 buffers hold
+      pk_begin_event(name, PK_EVENT_USER_DEFINED);
+      pk_end_event();
+    }
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();  // alive, idle
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ResultPtr first = collect();
+  EXPECT_GT(info_of(first.get()).dropped_events, 0u);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread([&] {
+    for (int i = 0; i < 100; ++i) {
+      pk_begin_event(name, PK_EVENT_USER_DEFINED);
+      pk_end_event();
+    }
+  }).join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr second = collect();
+  EXPECT_EQ(info_of(second.get()).dropped_events, 0u);
+  EXPECT_EQ(events_of(second.get()).size(), 100u);
+  phase = 2;
+  busy.join();
+}
+
+// The records an exiting thread moves out of its buffer come after those of
+// its earlier, full buffers and after what a collect took while it ran: each
+// event arrives once, with its argument (one of an event still open at that
+// collect too).
+TEST_F(RecorderTest, AThreadThatExitsAfterACollectLosesAndRepeatsNothing) {
+  const pk_name_id name = pk_intern("numbered");
+  const pk_name_id key = pk_intern("i");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::atomic<int> phase{0};
+  constexpr int kFirst = 20000;  // more than one buffer holds
+  constexpr int kSecond = 100;
+  std::thread worker([&] {
+    pk_begin_event(name, PK_EVENT_USER_DEFINED);  // open across the collect
+    pk_event_arg_int(key, -1);
+    for (int i = 0; i < kFirst; ++i) {
+      pk_begin_event(name, PK_EVENT_USER_DEFINED);
+      pk_event_arg_int(key, i);
+      pk_end_event();
+    }
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    for (int i = kFirst; i < kFirst + kSecond; ++i) {
+      pk_begin_event(name, PK_EVENT_USER_DEFINED);
+      pk_event_arg_int(key, i);
+      pk_end_event();
+    }
+    pk_end_event();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  ResultPtr first = collect();  // while the worker lives and records
+  phase = 2;
+  worker.join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr second = collect();
+  std::vector<int64_t> seen;
+  for (const ResultPtr* r : {&first, &second}) {
+    size_t n = 0;
+    const pk_event_arg* args = pk_result_event_args(r->get(), &n);
+    for (size_t i = 0; i < n; ++i) seen.push_back(args[i].value);
+    EXPECT_EQ(info_of(r->get()).dropped_events, 0u);
+    EXPECT_EQ(info_of(r->get()).lost_event_args, 0u);
+  }
+  EXPECT_EQ(events_of(first.get()).size() + events_of(second.get()).size(), kFirst + kSecond + 1u);
+  std::vector<int64_t> expected{-1};  // the outer event's
+  for (int i = 0; i < kFirst + kSecond; ++i) expected.push_back(i);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, expected);
+}
+
 TEST_F(RecorderTest, StepsPastTheMemoryCapAreKeptAndNotCountedAsDropped) {
   pk_counters counters{};
   counters.struct_size = sizeof counters;

@@ -1,0 +1,128 @@
+"""Long-lived use of a Profiler: threads that come and go inside a window,
+hundreds of windows in one process, interrupts inside a window."""
+
+import os
+import threading
+import warnings
+
+import pytest
+
+import profkit
+from profkit import Profiler, ProfilerWarning, RecordEvent, _C, make_scheduler
+
+
+@pytest.fixture
+def engine_memory_cap():
+    """Puts the engine's memory cap back after the test."""
+    before = _C.get_memory_cap()
+    yield
+    _C.set_memory_cap(before)
+
+
+def _brief_thread():
+    with RecordEvent("brief"):
+        pass
+
+
+def test_threads_that_come_and_go_in_a_window_keep_every_event_under_a_small_cap(engine_memory_cap):
+    # Each exited thread used to hold its whole 256 KiB record buffer until
+    # the window was collected: 8 of them filled this 2 MiB cap (4096 the
+    # default 1 GiB one) and the events of the later threads were dropped.
+    results = []
+    keep = lambda p: results.append(p.profiler_result)  # noqa: E731
+    prof = Profiler(scheduler=None, memory_cap=2 * 1024 * 1024, on_trace_ready=keep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProfilerWarning)  # a window that lost events warns
+        with prof:
+            for _ in range(60):
+                thread = threading.Thread(target=_brief_thread)
+                thread.start()
+                thread.join()
+            prof.step()
+    (result,) = results
+    assert result.info["dropped_events"] == 0
+    assert sum(1 for name in result.to_pandas()["name"] if name == "brief") == 60
+
+
+def test_hundreds_of_windows_leave_no_files_open_and_give_their_memory_back(tmp_path):
+    delivered = []
+
+    def on_trace_ready(prof):
+        profkit.export_protobuf(str(tmp_path))(prof)
+        delivered.append(prof.profiler_result.info["step_count"])
+
+    fds = []
+    memory_before = _C.counters()["memory_used"]  # buffers of threads that live on (earlier tests')
+    with Profiler(scheduler=make_scheduler(closed=1, ready=0, record=1), on_trace_ready=on_trace_ready) as prof:
+        for step in range(400):
+            with RecordEvent("work"):
+                pass
+            if step % 4 == 0:
+                thread = threading.Thread(target=_brief_thread)
+                thread.start()
+                thread.join()
+            prof.step()
+            if step % 100 == 50:
+                fds.append(len(os.listdir("/proc/self/fd")))
+    assert len(delivered) == 200 and set(delivered) == {1}
+    assert len(os.listdir(tmp_path)) == 200
+    assert len(set(fds)) == 1  # no descriptor kept per window
+    # Profiling is over: at most the buffer this thread still writes to is kept.
+    assert _C.counters()["memory_used"] <= memory_before + 256 * 1024
+
+
+def test_a_keyboard_interrupt_inside_the_with_block_still_delivers_the_window():
+    results = []
+    with pytest.raises(KeyboardInterrupt):
+        with Profiler(scheduler=(1, 10), on_trace_ready=lambda p: results.append(p.profiler_result)) as prof:
+            for step in range(5):
+                with RecordEvent("work"):
+                    if step == 3:
+                        raise KeyboardInterrupt
+                prof.step()
+    (result,) = results
+    assert result.steps == [1, 2, 3]
+    assert Profiler.active() is None and _C.get_state() == 0
+    assert prof.profiler_result is result  # prof.summary() works on it
+
+
+def test_a_thread_that_filled_the_cap_in_one_window_leaves_room_for_others_in_the_next(engine_memory_cap):
+    # Back-to-back windows keep the engine's buffers for the next window; all
+    # of them used to stay with the thread that had filled them, so that any
+    # other thread's events were dropped in every later window.
+    results = []
+    done, release = threading.Event(), threading.Event()
+
+    def busy_then_idle():
+        for _ in range(100000):  # past the 2 MiB cap
+            with RecordEvent("busy"):
+                pass
+        done.set()
+        release.wait()
+
+    def few():
+        for _ in range(100):
+            with RecordEvent("few"):
+                pass
+
+    keep = lambda p: results.append(p.profiler_result)  # noqa: E731
+    scheduler = make_scheduler(closed=0, ready=1, record=1, repeat=2)
+    busy = threading.Thread(target=busy_then_idle)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProfilerWarning)  # the first window lost events
+        with Profiler(scheduler=scheduler, memory_cap=2 * 1024 * 1024, on_trace_ready=keep) as prof:
+            prof.step()  # READY -> RECORD
+            busy.start()
+            done.wait()
+            prof.step()  # the first window ends; READY
+            prof.step()  # RECORD
+            thread = threading.Thread(target=few)
+            thread.start()
+            thread.join()
+            prof.step()
+    release.set()
+    busy.join()
+    first, second = results
+    assert first.info["dropped_events"] > 0
+    assert second.info["dropped_events"] == 0
+    assert sum(1 for name in second.to_pandas()["name"] if name == "few") == 100
