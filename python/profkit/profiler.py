@@ -317,6 +317,11 @@ class Profiler:
         self._parent_pid: Optional[int] = None  # set in a multiprocessing child: the Profiler is its parent's
         self._gpu_tracing = False
         self._windows = 0  # windows delivered since start()
+        # A window step() was closing when an exception (a KeyboardInterrupt)
+        # stopped it: still in the engine (_collect_owed), or collected and
+        # not yet handed to _deliver (_undelivered). stop() delivers it.
+        self._collect_owed = False
+        self._undelivered: Optional["_C.Result"] = None
         self._runs = 0  # start()s so far: tells step() that on_trace_ready restarted the Profiler
         self._in_callback = False
         # Profiler.step()'s shortcut runs while step_num + 1 < _steady_until:
@@ -398,6 +403,8 @@ class Profiler:
         self.previous_state = _CLOSED
         self.current_state = first
         self._windows = 0
+        self._collect_owed = False
+        self._undelivered = None
         self._perf_summary = None
         self._started = True
         self._runs += 1
@@ -495,7 +502,8 @@ class Profiler:
             self._print_perf_summary()
             return
         result = None
-        transition = _lifecycle.plan_stop(self.current_state)
+        # A window whose collect an exception cut short is still the engine's.
+        transition = _lifecycle.plan_stop(ProfilerState.RECORD if self._collect_owed else self.current_state)
         try:
             try:
                 _C.step_end(0)
@@ -509,9 +517,18 @@ class Profiler:
             self.previous_state = self.current_state
             self.current_state = _CLOSED
         self._print_perf_summary()
-        if result is not None and not from_callback:
-            self._deliver(result, improper=False)
-        elif self._windows == 0:
+        if from_callback:
+            return
+        # A window that an exception (Ctrl-C) kept step() from delivering
+        # comes first: nothing collected is lost.
+        earlier = self._undelivered if self._undelivered is not result else None
+        try:
+            if earlier is not None:
+                self._deliver(earlier, improper=False)
+        finally:
+            if result is not None:
+                self._deliver(result, improper=False)
+        if self._windows == 0:
             warnings.warn(
                 f"profkit: the Profiler stopped at step {self.step_num} without recording any step "
                 f"(the scheduler {self.scheduler!r} never reached RECORD); no trace was produced",
@@ -608,12 +625,14 @@ class Profiler:
         """Carries out a transition's engine actions; returns the collected window if any."""
         result = None
         if transition.deliver:
+            self._collect_owed = True
             _window_listeners.notify_collect(self)  # still recording: integrations may close their events
         if transition.first is not None:
             self._set_engine_state(transition.first)
         if transition.deliver:
             _rank.apply_rank()  # torch.distributed may have been initialized after start()
-            result = _C.collect()
+            result = self._undelivered = _C.collect()
+            self._collect_owed = False
         if transition.then is not None:
             self._set_engine_state(transition.then)
         return result
@@ -625,6 +644,7 @@ class Profiler:
 
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
         self._result = ProfilerResult(result)
+        self._undelivered = None
         self._windows += 1
         # The window's own cap: at stop() the engine's is already put back.
         cap = self.memory_cap if self.memory_cap is not None else _C.get_memory_cap()

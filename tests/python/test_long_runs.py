@@ -86,6 +86,52 @@ def test_a_keyboard_interrupt_inside_the_with_block_still_delivers_the_window():
     assert prof.profiler_result is result  # prof.summary() works on it
 
 
+def _interrupt_once(monkeypatch, module, name, when):
+    """Makes module.name raise KeyboardInterrupt the first time when(*args) holds."""
+    original = getattr(module, name)
+    fired = []
+
+    def interrupting(*args, **kwargs):
+        if not fired and when(*args):
+            fired.append(True)
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupting)
+    return fired
+
+
+@pytest.mark.parametrize("where", ["closing the window", "after the collect"])
+def test_a_keyboard_interrupt_while_step_closes_a_window_loses_nothing(monkeypatch, where):
+    # Ctrl-C inside step() as it closed the window of steps 1-2: the window
+    # was dropped (in the engine, or collected and not yet delivered), and
+    # stop() even warned that nothing had been recorded.
+    from profkit import _window_listeners
+    from profkit import profiler as profiler_module
+
+    if where == "closing the window":
+        fired = _interrupt_once(
+            monkeypatch, _window_listeners, "notify", lambda p, state: state is profkit.ProfilerState.CLOSED
+        )
+    else:
+        fired = _interrupt_once(monkeypatch, profiler_module, "ProfilerResult", lambda result: True)
+    results = []
+    scheduler = make_scheduler(closed=1, ready=0, record=2, repeat=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProfilerWarning)  # no "never reached RECORD"
+        with pytest.raises(KeyboardInterrupt):
+            with Profiler(scheduler=scheduler, on_trace_ready=lambda p: results.append(p.profiler_result)) as prof:
+                for _ in range(5):
+                    with RecordEvent("work"):
+                        pass
+                    prof.step()
+    assert fired
+    (result,) = results
+    assert result.steps == [1, 2]
+    assert sorted(set(result.events["name"])) == ["ProfileStep#1", "ProfileStep#2", "work"]
+    assert Profiler.active() is None and _C.get_state() == 0
+
+
 def test_a_thread_that_filled_the_cap_in_one_window_leaves_room_for_others_in_the_next(engine_memory_cap):
     # Back-to-back windows keep the engine's buffers for the next window; all
     # of them used to stay with the thread that had filled them, so that any
