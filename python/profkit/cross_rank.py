@@ -68,6 +68,9 @@ class RankFigures:
     collectives: float  # Communication calls per step (async in-flight lanes and DDP's wait marker not counted)
     computation_note: str
     source: str  # the file, or "" for a result given directly
+    # What the rank's recording lost (events still open at the window's end,
+    # the memory cap...): the summary tables' "Warning: ..." lines.
+    warnings: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,8 @@ class CrossRankSummary:
         out.extend(line(row) for row in rows)
         out.append(rule)
         out.extend(self._findings(scale, time_unit))
+        for r in self.ranks:
+            out.extend(f"Warning: {r.name}: {w}" for w in r.warnings)
         notes = sorted({r.computation_note for r in self.ranks if r.computation_note})
         out.extend(f"Note: {n}" for n in notes)
         return "\n".join(out) + "\n"
@@ -236,7 +241,11 @@ def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigure
     computation = values.get("Computation") if has_communication else None
     overlap = values.get("Overlap", 0.0)
     busy = communication + (computation or 0.0) - overlap
-    note = table.notes[0] if table.notes else ""
+    # The table's notes start with the recording's losses ("Warning: ..."),
+    # then say what Computation means: the note is the latter, the losses are
+    # shown as warnings of their own.
+    losses = tuple(n[len("Warning: "):] for n in table.notes if n.startswith("Warning: "))
+    note = next((n for n in table.notes if not n.startswith("Warning: ")), "")
 
     strings = result.strings()
     comm_mask = host["type"] == _COMMUNICATION
@@ -269,6 +278,7 @@ def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigure
         collectives=float(calls_mask.sum()) / per,
         computation_note=note,
         source=source,
+        warnings=losses,
     )
 
 

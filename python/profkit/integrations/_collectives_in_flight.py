@@ -17,6 +17,7 @@ thread; the waiter thread starts once, on first use, and lives as long as
 the process.
 """
 
+import os
 import queue
 import threading
 from typing import Any, List, Optional, Sequence, Tuple
@@ -51,6 +52,17 @@ class _Waiter:
         # paying their whole timeout again at every window end.
         self._current: Any = None
         self._given_up: Any = None
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: the thread is the parent's and does not run
+        here. Without this the child's works would queue up for it forever,
+        and every window end would wait WINDOW_END_WAIT_S for it in vain. The
+        child starts its own thread on its first asynchronous collective."""
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._start_lock = threading.Lock()  # another parent thread may have held it at the fork
+        self._current = None
+        self._given_up = None
 
     def track(self, name: str, futures: List[Any], args: Sequence[Tuple[str, Any]]) -> None:
         if not futures:
@@ -110,6 +122,8 @@ class _Waiter:
 
 
 _waiter = _Waiter()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_waiter.forget_after_fork)
 
 
 def track(event_name: str, result: Any, args: Sequence[Tuple[str, Any]]) -> None:

@@ -149,6 +149,11 @@ bool starts_with(const char* text, const char (&prefix)[N]) {
 }
 
 PK_HOOK_COLD void on_range_start(const at::RecordFunction& fn) {
+  // An asynchronous range (a c10d Work's "gloo:all_reduce") ends on whatever
+  // thread completes the work: begun here, it would stay open on this
+  // thread's stack for good, and every window would count one unfinished
+  // event per collective. profkit's collective wrappers record those calls.
+  if (fn.isAsync()) return;
   const char* name = fn.name();
   if (starts_with(name, kDataLoaderNext)) return;
   if (starts_with(name, kOptimizerStep)) {
@@ -159,7 +164,7 @@ PK_HOOK_COLD void on_range_start(const at::RecordFunction& fn) {
 }
 
 PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) {
-  if (starts_with(fn.name(), kDataLoaderNext)) return;
+  if (fn.isAsync() || starts_with(fn.name(), kDataLoaderNext)) return;
   // A range ended through a future may end on another thread: its begin
   // stays open on the first thread (and is left out) rather than closing
   // some other event here.

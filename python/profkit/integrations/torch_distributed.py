@@ -44,12 +44,15 @@ Not recorded: functions bound before ``enable()`` (``from torch.distributed
 import all_reduce``), torch.distributed's internal calls (an object
 collective is one event; its inner tensor collectives are not separate),
 functional collectives (``torch.distributed._functional_collectives``, used
-by DTensor and torch.compile), DDP's own C++ traffic (the parameter
+by DTensor and torch.compile; in code that torch.compile traces, a wrapped
+call is the original one, which dynamo turns into a functional collective
+or a graph break exactly as without profkit), DDP's own C++ traffic (the parameter
 broadcast at construction is recorded: it goes through
 ``dist._broadcast_coalesced``), and NCCL/gloo internals.
 
-Cost: outside a recording window a wrapped call costs one extra Python call
-and a flag test (about a quarter of a microsecond); inside, a few
+Cost: outside a recording window a wrapped call costs two extra Python calls
+(itself and torch's is_dynamo_compiling) and a flag test (a few tenths of a
+microsecond); inside, a few
 microseconds per call for the event and its arguments.
 
 ``enable()`` and ``disable()`` are idempotent and thread-safe. This module
@@ -127,6 +130,24 @@ def _torch_distributed():
 # ---- wrapping ----------------------------------------------------------------------
 
 
+def _is_compiling_function() -> Callable[[], bool]:
+    """torch.compiler.is_dynamo_compiling (a bare ``return False`` outside
+    dynamo's tracing, which folds it to True), else is_compiling, else a
+    function that says False (a torch without torch.compiler)."""
+    import torch  # noqa: PLC0415 - only called once torch.distributed is imported
+
+    compiler = getattr(torch, "compiler", None)
+    for name in ("is_dynamo_compiling", "is_compiling"):
+        found = getattr(compiler, name, None)
+        if callable(found):
+            return found
+    return _never_compiling
+
+
+def _never_compiling() -> bool:
+    return False
+
+
 def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     event_name = EVENT_NAMES.get(name, name)
     # Parameter names, to find arguments by name however they were passed
@@ -142,9 +163,15 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callab
         params = tuple(p.name for p in parameters.values() if p.kind in positional_kinds)
         has_async = "async_op" in parameters
     is_recording = _C.is_recording
+    is_compiling = _is_compiling_function()
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not is_recording():
+        # Asked first, for torch.compile: dynamo folds is_compiling() to True
+        # and traces the original call (rewriting all_reduce & co. into
+        # functional collectives, which profkit does not see), where it could
+        # not trace is_recording() -- a graph break, an error under
+        # fullgraph=True.
+        if is_compiling() or not is_recording():
             return original(*args, **kwargs)
         event = RecordEvent(event_name, COMMUNICATION)
         event.begin()
@@ -302,17 +329,22 @@ def is_enabled() -> bool:
 def _mark_ddp_wait(engine: Any, buckets: int) -> None:
     """Records DDP's wait for its gradient all-reduces at the end of backward.
 
-    Once the last bucket is launched, backward has computed every gradient;
-    what is left is DDP's finalizer waiting for the reductions. DDP queues
-    it as an autograd final callback right after this hook returns, and final
-    callbacks run in order, so ours re-queues itself once: the second run
-    comes after the finalizer. The event spans [last launch, finalizer done]
-    on the backward thread: the communication that computation did not hide.
+    Once the last bucket is launched, what is left of backward is DDP's
+    finalizer waiting for the reductions. DDP queues it as an autograd final
+    callback right after this hook returns, and final callbacks run in order
+    once every node of the graph has run: ours, queued first, opens the event
+    and queues its end, which comes after the finalizer. The event spans
+    [backward's nodes done, finalizer done] on the backward thread: the
+    communication that computation did not hide.
+
+    The event is opened in the final callback, not here: this hook runs
+    inside the range of an autograd node (torch's RecordFunction, which the
+    native hook records), and an event opened inside that range would be
+    taken as the one the range's end closes -- the wait would be recorded as
+    the node's time and the marker cut to microseconds.
     CPU only: on CUDA that wait is a stream wait, not a CPU one.
     """
     event = RecordEvent(DDP_WAIT_NAME, COMMUNICATION)
-    event.begin()
-    _C.event_arg_int(arg_key("buckets"), buckets)
 
     def end() -> None:
         try:
@@ -320,16 +352,20 @@ def _mark_ddp_wait(engine: Any, buckets: int) -> None:
         except RuntimeError:  # pragma: no cover - the callback ran on another thread: leave it out
             pass
 
-    def after_finalizer() -> None:
+    def begin_before_finalizer() -> None:
+        if not _C.is_recording():
+            return  # the window closed since the launch
+        event.begin()
+        _C.event_arg_int(arg_key("buckets"), buckets)
         try:
             engine.queue_callback(end)
         except RuntimeError:  # pragma: no cover - callbacks cannot be queued here: end now
             end()
 
     try:
-        engine.queue_callback(after_finalizer)
+        engine.queue_callback(begin_before_finalizer)
     except RuntimeError:  # pragma: no cover - not inside a backward pass after all
-        end()
+        pass
 
 
 def instrument_ddp(model: Any, hook: Optional[Callable[..., Any]] = None, state: Any = None) -> Any:
