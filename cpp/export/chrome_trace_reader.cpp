@@ -1,5 +1,7 @@
 #include "export/chrome_trace_reader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -575,22 +577,29 @@ struct FileCloser {
 
 }  // namespace
 
-bool looks_like_json_file(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return false;
+bool starts_like_json(const uint8_t* data, size_t size) {
   // Past a UTF-8 byte order mark (editors on Windows add one) and the blank
   // lines or indentation a pretty-printer or a hand may put first. A .pktrace
   // starts with its size prefix, 4 mod 8 (FlatBuffers aligns the buffer to 8):
   // its first byte is neither blank nor a bracket.
-  unsigned char head[4096];
-  const size_t n = std::fread(head, 1, sizeof head, file.get());
-  size_t i = n >= 3 && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  const size_t n = size < 4096 ? size : 4096;
+  size_t i = n >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
   for (; i < n; ++i) {
-    const unsigned char c = head[i];
+    const uint8_t c = data[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     return c == '{' || c == '[';
   }
   return false;
+}
+
+bool looks_like_json_file(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // see the header
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return false;
+  uint8_t head[4096];
+  const size_t n = std::fread(head, 1, sizeof head, file.get());
+  return starts_like_json(head, n);
 }
 
 std::unique_ptr<Result> read_chrome_trace(const std::string& path) {
@@ -598,6 +607,19 @@ std::unique_ptr<Result> read_chrome_trace(const std::string& path) {
   if (!file) {
     const int err = errno;
     throw Error(err == ENOENT ? PK_ERR_NOT_FOUND : PK_ERR_IO, "cannot load '" + path + "': " + std::strerror(err), err);
+  }
+  ChromeTraceLoader loader(path);
+  const JsonProfkitObject meta =
+      scan_chrome_json(file.get(), path, [&](const JsonTraceEvent& e) { loader.on_event(e); });
+  return loader.finish(meta);
+}
+
+std::unique_ptr<Result> read_chrome_trace_bytes(const std::string& path, const uint8_t* data, size_t size) {
+  // A read-only stream over the bytes: the same streaming parse as a file's.
+  std::unique_ptr<std::FILE, FileCloser> file(size == 0 ? nullptr : ::fmemopen(const_cast<uint8_t*>(data), size, "rb"));
+  if (!file) {
+    const int err = size == 0 ? EINVAL : errno;
+    throw Error(PK_ERR_IO, "cannot load '" + path + "': " + std::strerror(err), err);
   }
   ChromeTraceLoader loader(path);
   const JsonProfkitObject meta =

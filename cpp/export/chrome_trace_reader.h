@@ -22,6 +22,8 @@
 // Thread-safety: reentrant.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,9 +34,18 @@ namespace profkit {
 // Whether the file's first non-blank byte (after a UTF-8 byte order mark,
 // within its first 4 KiB) opens a JSON value ('{' or '['): the cue to read it
 // with read_chrome_trace rather than as a .pktrace. False when it cannot be
-// read (load_result then reports why).
+// read (load_result then reports why), and for a pipe, FIFO or device, which
+// is not opened here: it can be read only once, and load_result reads it
+// whole and tells JSON apart itself (starts_like_json).
 bool looks_like_json_file(const std::string& path);
 
+// The same test on bytes already read.
+bool starts_like_json(const uint8_t* data, size_t size);
+
 std::unique_ptr<Result> read_chrome_trace(const std::string& path);
+
+// read_chrome_trace of a file already read into memory (`path` names it in
+// messages).
+std::unique_ptr<Result> read_chrome_trace_bytes(const std::string& path, const uint8_t* data, size_t size);
 
 }  // namespace profkit

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 
 #include "common/error.h"
 
@@ -29,6 +30,43 @@ class FileDescriptor {
   int fd_;
 };
 
+// Reads until end of file, for what has no size to go by: a pipe or FIFO
+// (`profkit summary <(gunzip -c x.pktrace.gz)`, `... | profkit info
+// /dev/stdin`) or a character device report st_size 0 whatever they hold.
+std::unique_ptr<uint8_t[]> read_to_end(int fd, const std::string& path, uint64_t max_size, size_t* size) {
+  size_t capacity = 1 << 16;
+  std::unique_ptr<uint8_t[]> data(new uint8_t[capacity]);
+  size_t done = 0;
+  for (;;) {
+    if (done == capacity) {
+      if (capacity > max_size) {
+        throw Error(PK_ERR_CORRUPT, "cannot load '" + path + "': it holds more than " + std::to_string(max_size) +
+                                        " bytes, more than a profkit trace can be; it is not a profkit trace");
+      }
+      const size_t grown = capacity * 2;
+      std::unique_ptr<uint8_t[]> bigger(new uint8_t[grown]);
+      std::memcpy(bigger.get(), data.get(), done);
+      data = std::move(bigger);
+      capacity = grown;
+    }
+    const ssize_t n = ::read(fd, data.get() + done, capacity - done);
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw Error(PK_ERR_IO, errno_message("cannot read '" + path + "'", err), err);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done > max_size) {
+    throw Error(PK_ERR_CORRUPT, "cannot load '" + path + "': it holds " + std::to_string(done) +
+                                    " bytes, more than a profkit trace can be (" + std::to_string(max_size) +
+                                    "); it is not a profkit trace");
+  }
+  *size = done;
+  return data;
+}
+
 }  // namespace
 
 std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64_t max_size) {
@@ -47,6 +85,12 @@ std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64
     // open() succeeds on a directory; read() would fail with EISDIR, which
     // is the errno this failure stands for.
     throw Error(PK_ERR_IO, "cannot load '" + path + "': it is a directory, not a trace file", EISDIR);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    std::shared_ptr<FileBytes> file(new FileBytes());
+    file->data_ = read_to_end(fd.get(), path, max_size, &file->size_);
+    file->regular_file_ = false;
+    return file;
   }
   const uint64_t expected = static_cast<uint64_t>(st.st_size);
   if (expected > max_size) {

@@ -25,16 +25,20 @@ class FileBytes {
   // directory or a failed read (with the system call's errno, EISDIR for a
   // directory, in Error::os_errno()), PK_ERR_CORRUPT for a file larger than
   // `max_size` (refused before anything is allocated). A file that shrinks
-  // while being read gives the bytes that were there.
+  // while being read gives the bytes that were there. A pipe, FIFO or device
+  // (no size to go by) is read to its end, PK_ERR_CORRUPT past `max_size`.
   static std::shared_ptr<const FileBytes> read(const std::string& path, uint64_t max_size);
 
   const uint8_t* data() const noexcept { return data_.get(); }
   size_t size() const noexcept { return size_; }
+  // False for a pipe, FIFO or device: what it held is gone once read.
+  bool regular_file() const noexcept { return regular_file_; }
 
  private:
   FileBytes() = default;
   std::unique_ptr<uint8_t[]> data_;
   size_t size_ = 0;
+  bool regular_file_ = true;
 };
 
 }  // namespace profkit

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "export/chrome_trace_reader.h"
 #include "storage/file_bytes.h"
 #include "storage/record_layouts.h"
 #include "storage/trace_file.h"
@@ -145,6 +146,10 @@ std::unique_ptr<Result> load_result(const std::string& path) {
   const std::shared_ptr<const FileBytes> file = FileBytes::read(path, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   const uint8_t* data = file->data();
   const size_t size = file->size();
+  // A pipe or FIFO can be read only once, so pk_result_load's look at a
+  // file's first bytes (looks_like_json_file) leaves it to us: profkit's
+  // Chrome JSON is told apart here, from the bytes read.
+  if (!file->regular_file() && starts_like_json(data, size)) return read_chrome_trace_bytes(path, data, size);
   if (size == 0) corrupt(path, "the file is empty (0 bytes), not a profkit trace");
   if (size < 12) corrupt(path, "the file is too small (" + std::to_string(size) + " bytes) to be a profkit trace");
   if (!flatbuffers::BufferHasIdentifier(data, fb::TraceIdentifier(), /*size_prefixed=*/true)) {

@@ -99,6 +99,24 @@ class Result:
     def strings(self) -> List[str]: ...
     def metadata(self) -> Dict[str, str]: ...
     def parent(self, event: int) -> Optional[int]: ...
+    def summary_text(
+        self,
+        sorted_by: int = 0,
+        op_detail: bool = True,
+        thread_sep: bool = False,
+        time_unit: int = 1,
+        views: int = 0,
+        row_limit: int = 0,
+    ) -> str: ...
+    def summary_json(
+        self,
+        sorted_by: int = 0,
+        op_detail: bool = True,
+        thread_sep: bool = False,
+        time_unit: int = 1,
+        views: int = 0,
+        row_limit: int = 0,
+    ) -> str: ...
     @property
     def host_events(self) -> Column: ...
     @property

@@ -116,6 +116,17 @@ def _format_ns(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
+class SummaryText(str):
+    """The summary tables as text (a ``str``). IPython and Jupyter show it as
+    the tables themselves: a plain ``str`` as a cell's value is shown as its
+    repr, the tables squeezed onto one line with ``\\n`` escapes."""
+
+    __slots__ = ()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
 class ProfilerResult:
     """One recording window's trace (collected, or loaded from a ``.pktrace`` or profkit ``.trace.json`` file)."""
 
@@ -420,11 +431,15 @@ class ProfilerResult:
         time_unit: str = "ms",
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
-    ) -> str:
-        """The summary tables (SPEC §6) as text; see ``profkit._summary.summary_text``."""
-        return _summary.summary_text(
-            self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
-            row_limit=row_limit,
+    ) -> SummaryText:
+        """The summary tables (SPEC §6) as text; see ``profkit._summary.summary_text``.
+
+        A ``str``; as a notebook cell's value it is shown as the tables."""
+        return SummaryText(
+            _summary.summary_text(
+                self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
+                row_limit=row_limit,
+            )
         )
 
     def summary_data(

@@ -86,6 +86,12 @@ def test_stub_lists_every_public_name_of_the_compiled_module():
     stubbed = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     actual = {name for name in dir(_C) if not name.startswith("_")}
     assert stubbed == actual
+    # ... and every public method of its classes.
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef) and not m.name.startswith("_")}
+            public = {name for name in dir(getattr(_C, node.name)) if not name.startswith("_")}
+            assert methods == public, node.name
 
 
 def test_paddle_style_script_runs_with_import_profkit_as_profiler(tmp_path):

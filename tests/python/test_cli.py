@@ -170,3 +170,18 @@ def test_summary_json_prints_the_tables_rows(trace, capsys):
     assert table["time_unit"] == "us"
     forward = [row for row in table["rows"] if row[0] == "Forward"]
     assert forward and forward[0][1] == 2  # two Forward ranges, one per step
+
+
+@pytest.mark.parametrize("suffix", [".pktrace", ".trace.json"])
+def test_a_trace_piped_to_dev_stdin(trace, tmp_path, suffix):
+    # `gunzip -c x.pktrace.gz | profkit info /dev/stdin`: a pipe has no size to
+    # go by; it was refused as "the file is empty (0 bytes)".
+    path = str(tmp_path / f"t{suffix}")
+    load_profiler_result(trace).save(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    done = subprocess.run(
+        [sys.executable, "-m", "profkit", "info", "/dev/stdin"], input=data, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"steps:      0-2 (3 steps)" in done.stdout

@@ -2,6 +2,7 @@
 wrote the file, NumPy and pandas views, notebooks, errors."""
 
 import os
+import subprocess
 import sys
 import threading
 
@@ -224,6 +225,38 @@ def test_bad_files_raise_value_error_with_the_engine_message(saved, tmp_path):
             load_profiler_result(bad)
 
 
+@pytest.mark.parametrize("fmt", ["pb", "json"])
+def test_a_trace_read_from_a_pipe_loads_like_the_file(saved, tmp_path, fmt):
+    # `profkit summary <(gunzip -c x.pktrace.gz)`: a FIFO has no size (st_size 0)
+    # and can be read once; it was refused as "the file is empty (0 bytes)", or
+    # waited forever for a second writer. The load runs in a child process, so
+    # that such a wait fails the test instead of hanging it.
+    live, _ = saved
+    path = str(tmp_path / f"trace.{fmt}")
+    live.save(path, format=fmt)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(path, "rb") as src, open(fifo, "wb") as out:
+            out.write(src.read())
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    copy = str(tmp_path / "copy.pktrace")
+    code = "import sys, profkit; profkit.load_profiler_result(sys.argv[1]).save(sys.argv[2])"
+    try:
+        done = subprocess.run([sys.executable, "-c", code, fifo, copy], capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # a writer still waiting for a reader goes on
+        writer.join(timeout=30)
+    assert done.returncode == 0, done.stderr
+    loaded = load_profiler_result(copy)
+    assert loaded.summary() == live.summary()
+    for field in EVENT_DTYPE.names:
+        assert np.array_equal(loaded.events[field], live.events[field]), field
+
+
 def test_a_gzipped_trace_says_to_decompress_it(saved, tmp_path):
     # It used to be "not a profkit trace (no 'PKTR' file identifier)".
     import gzip
@@ -282,6 +315,15 @@ def test_summary_of_a_live_and_a_loaded_result_are_the_same(saved):
     data = live.summary_data(views=[SummaryView.OverView, SummaryView.UDFView], row_limit=5)
     assert list(data) == ["OverView", "UDFView"]
     assert list(data) == list(loaded.summary_data(views=[SummaryView.OverView, SummaryView.UDFView]))
+
+
+def test_summary_of_a_loaded_result_shows_as_the_tables_in_a_notebook(saved):
+    # A notebook cell ending in `result.summary()` shows its value through
+    # IPython's pretty printer: a plain str came out as one quoted line of "\\n"s.
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    text = load_profiler_result(saved[1]).summary(views=SummaryView.ModelView)
+    assert isinstance(text, str) and "Model Summary" in text
+    assert pretty.pretty(text) == text
 
 
 def test_profiler_summary_prints_the_latest_window(capsys):

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def run(code):
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
@@ -50,13 +52,15 @@ def test_using_it_without_torch_is_a_clear_error():
     assert "enabled: False" in lines
 
 
-def test_the_build_command_without_torch_exits_with_the_reason():
+@pytest.mark.parametrize("option", ["--build", "--where"])
+def test_the_build_command_without_torch_exits_with_the_reason(option):
     done = subprocess.run(
         [sys.executable, "-c", "import sys; sys.modules['torch'] = None; import runpy; "
-         "runpy.run_module('profkit.integrations.torch', run_name='__main__')", "--build"],
+         "runpy.run_module('profkit.integrations.torch', run_name='__main__')", option],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 1
     assert "PyTorch is not installed" in done.stderr
+    assert "build()" not in done.stderr and "run this again" in done.stderr  # the command's words, not the API's

@@ -421,12 +421,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     from . import _torch_native
 
     try:
-        torch = _import_torch("build")
+        import torch
+    except ImportError as e:
+        print(
+            f"{parser.prog}: PyTorch is not installed here ({e}); the hook is built against it. Install it "
+            "(`pip install torch`, or `pip install 'profkit[torch]'`), then run this again.",
+            file=sys.stderr,
+        )
+        return 1
+    try:
         if args.where:
             print(_torch_native.build_dir(torch))
             return 0
         hook = _torch_native.load(torch, verbose=args.verbose, rebuild=args.rebuild)
-    except (ModuleNotFoundError, RuntimeError) as e:
+    except RuntimeError as e:
         print(f"profkit: {e}", file=sys.stderr)
         return 1
     if hook.built:
