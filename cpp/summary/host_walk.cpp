@@ -31,8 +31,8 @@ std::vector<LaunchedWork> launch_order(const Result& r) {
   for (uint64_t d = 0; d < r.device_events.size(); ++d) {
     if (thread_of_launch[d] == UINT32_MAX) continue;
     const pk_device_event& e = r.device_events[d];
-    order[next[thread_of_launch[d]]++] = {e.launch_event, d, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0, e.name,
-                                          e.type};
+    order[next[thread_of_launch[d]]++] = {e.launch_event, d,      e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0,
+                                          e.name,         e.type, (e.flags & PK_DEVICE_EVENT_NO_TIMING) != 0};
   }
   auto by_launch = [](const LaunchedWork& a, const LaunchedWork& b) {
     return a.host_event != b.host_event ? a.host_event < b.host_event : a.device_event < b.device_event;

@@ -65,6 +65,9 @@ struct LaunchedWork {
   uint64_t duration_ns;
   uint32_t name;  // string id
   uint8_t type;   // PK_EVENT_KERNEL, PK_EVENT_MEMCPY, PK_EVENT_MEMSET
+  // CUPTI gave it no timestamps (PK_DEVICE_EVENT_NO_TIMING): duration_ns is
+  // 0 for want of one, not a measured 0.
+  bool untimed;
 };
 
 class HostEventVisitor {

@@ -18,6 +18,14 @@ constexpr uint32_t kPhaseBits = type_bit(PK_EVENT_DATALOADER) | type_bit(PK_EVEN
 // A mask test, not a search: it runs once per host event.
 bool is_phase(uint8_t type) noexcept { return type < 32 && (kPhaseBits >> type) & 1u; }
 
+// Whether an event of `type` is open in `stack`.
+bool inside_same_phase(const OpenStack& stack, uint8_t type) noexcept {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i].type == type) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ModelTable::ModelTable(const SummaryContext& context) : context_(context) {
@@ -38,19 +46,26 @@ void ModelTable::find_calls() {
   phases_.reserve(phases);
   thread_records_loop_.assign(r.threads.size(), 0);
   bool thread_without_loop = false;
+  std::vector<uint8_t> open_types;
   for (size_t t = 0; t < r.threads.size(); ++t) {
     const ThreadRecord& thread = r.threads[t];
     const uint64_t end = std::min<uint64_t>(thread.first_event + thread.event_count, r.host_events.size());
     const size_t first_phase = phases_.size();
     bool has_steps = false;
+    // The types of the open events, as the walk's stack will hold them
+    // (events are in preorder with their depth), to tell nested phases.
+    open_types.clear();
     for (uint64_t i = thread.first_event; i < end; ++i) {
       const pk_host_event& e = r.host_events[i];
+      if (open_types.size() > e.depth) open_types.resize(e.depth);
       if (e.type == PK_EVENT_PROFILE_STEP) {
         steps_.push_back({e.start_ns, e.end_ns, 0, e.type, true});
         has_steps = true;
       } else if (is_phase(e.type)) {
         phases_.push_back({e.start_ns, e.end_ns, 0, e.type, false});
+        phases_.back().nested = std::find(open_types.begin(), open_types.end(), e.type) != open_types.end();
       }
+      open_types.push_back(e.type);
     }
     for (size_t i = first_phase; i < phases_.size(); ++i) phases_[i].on_step_thread = has_steps;
     thread_records_loop_[t] = has_steps || phases_.size() > first_phase;
@@ -91,10 +106,13 @@ void ModelTable::on_open(const OpenStack& stack) {
   open_calls_.push_back(call);
 }
 
-void ModelTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
+void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   Call* call = open_calls_.back();
   open_calls_.pop_back();
   if (closed.type == PK_EVENT_PROFILE_STEP) --open_steps_;
+  // Part of the enclosing phase of its type, which has its GPU work too
+  // (the walk adds a closed event's work to its parent).
+  if (is_phase(closed.type) && inside_same_phase(stack, closed.type)) return;
   if (call != nullptr) {
     call->gpu_ns += closed.gpu_ns;  // on top of what launches on other threads found for it
     return;
@@ -122,8 +140,12 @@ void ModelTable::end_thread(size_t /*thread*/) {
 
 void ModelTable::LaunchTimeAttribution::set_calls(std::vector<Call>* calls) {
   calls_ = calls;
-  by_start_.resize(calls->size());
-  for (size_t i = 0; i < by_start_.size(); ++i) by_start_[i] = i;
+  by_start_.clear();
+  // A nested phase is no call of its own: launches in it go to the phase
+  // of its type around it.
+  for (size_t i = 0; i < calls->size(); ++i) {
+    if (!(*calls)[i].nested) by_start_.push_back(i);
+  }
   // Equal starts in the order found, so that attribute() can give a tie to
   // the call found last: of nested calls that start together, the inner.
   std::sort(by_start_.begin(), by_start_.end(), [calls](size_t a, size_t b) {
@@ -200,6 +222,7 @@ SummaryTable ModelTable::table() const {
   std::array<CallStats, PK_EVENT_TYPE_COUNT> by_type = counted_;
   for (const std::vector<Call>* calls : {&steps_, &phases_}) {
     for (const Call& call : *calls) {
+      if (call.nested) continue;  // part of the call around it
       CallStats& s = by_type[call.type];
       ++s.calls;
       s.cpu.add(duration_ns(call.start_ns, call.end_ns));

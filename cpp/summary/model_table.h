@@ -15,6 +15,9 @@
 // thread (the latest to start). Of calls that start together, the one found
 // last in thread and event order wins: of two nested ones, the inner.
 //
+// A phase nested in a phase of the same type on its thread is part of it:
+// the outer one is the call, with the GPU work of both.
+//
 // The steps and phases are found first, in one pass over the host events
 // when the table is made, so that each launch is attributed as the walk
 // meets it: no launch is kept (except, on a damaged Result, those of a
@@ -55,6 +58,10 @@ class ModelTable : public HostEventVisitor {
     uint64_t gpu_ns;  // launched under it on its own thread, or found for it by launch time
     uint8_t type;
     bool on_step_thread;  // its thread records ProfileSteps
+    // A phase inside a phase of the same type on its thread: part of that
+    // one (a user's Forward range around an integration's Forward), not a
+    // call of its own, or its time would count twice.
+    bool nested = false;
   };
 
   // Finds, for each launch time of one thread at a time, the call open then

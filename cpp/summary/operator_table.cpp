@@ -76,6 +76,9 @@ void OperatorTable::on_launch(const OpenStack& stack, const LaunchedWork& work) 
   if (at == kNoPosition) return;
   const uint32_t name = device_names_.id_of(work.name, work.type);
   const uint64_t ns = work.duration_ns;
+  // As in the Kernel table: a call, but no 0 in the times to drag Avg and
+  // Min down.
+  if (work.untimed) ++untimed_;
   // Walk out through the enclosing operator-like events: the work belongs
   // under each Operator, directly or inside the inner event it went through.
   uint32_t inside = kNoPosition;
@@ -85,7 +88,7 @@ void OperatorTable::on_launch(const OpenStack& stack, const LaunchedWork& work) 
       if (parent != kNone) {
         CallStats& s = rows_[child_row(parent, name, RowKind::kDevice)].stats;
         ++s.calls;
-        s.gpu.add(ns);
+        if (!work.untimed) s.gpu.add(ns);
       }
     }
     inside = at;
@@ -163,6 +166,7 @@ SummaryTable OperatorTable::table() {
   }
   t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ")" +
                     (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
+  if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   return t;
 }
 

@@ -65,6 +65,7 @@ class OperatorTable : public HostEventVisitor {
   std::vector<uint32_t> operator_at_;
   std::vector<uint32_t> inner_at_;
   uint32_t thread_ = 0;
+  uint64_t untimed_ = 0;  // GPU records without timestamps under some operator
 };
 
 }  // namespace profkit

@@ -214,6 +214,42 @@ TEST(SummaryModel, LaunchesOutOfTimeOrderOnTheirThreadStillFindTheirCalls) {
   EXPECT_EQ(value(t, "ProfileStep", "GPU Min"), 9);   // step 1
 }
 
+// A phase inside a phase of the same type on its thread (a user's
+// RecordEvent("forward", Forward) around a model whose integration records
+// its own Forward, or an optimizer step inside an "optimization" range) is
+// part of it: one call, its time counted once, or Forward reads 2x its time
+// and the rows add up to more than the step.
+TEST(SummaryModel, APhaseNestedInTheSameTypeIsPartOfItNotASecondCall) {
+  for (const bool helper_thread : {false, true}) {
+    SCOPED_TRACE(helper_thread ? "phases kept for a helper thread's launches" : "phases counted as they close");
+    TraceBuilder b;
+    b.step(1, 0, 0, 1000);
+    b.event(1, "forward", PK_EVENT_FORWARD, 100, 500);
+    b.event(1, "Net.forward", PK_EVENT_FORWARD, 150, 450);
+    b.launch(1, 200, 210, 1);
+    b.kernel("k_fwd", 220, 240, 1);  // 20 ns, launched in both Forward events
+    b.event(1, "optimizer", PK_EVENT_OPTIMIZATION, 600, 900);
+    b.event(1, "SGD.step", PK_EVENT_OPTIMIZATION, 600, 800);  // starts together with it
+    if (helper_thread) {
+      b.launch(2, 700, 710, 2);
+      b.kernel("k_opt", 720, 727, 2);  // 7 ns, launched while both Optimization events are open
+    }
+    auto r = b.build();
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+    EXPECT_EQ(value(t, "Forward", "Calls"), 1);
+    EXPECT_EQ(value(t, "Forward", "CPU Total"), 400);
+    EXPECT_EQ(value(t, "Forward", "CPU Min"), 400);
+    EXPECT_DOUBLE_EQ(value(t, "Forward", "CPU Ratio(%)"), 40.0);
+    EXPECT_EQ(value(t, "Forward", "GPU Total"), 20);
+    EXPECT_EQ(value(t, "Optimization", "Calls"), 1);
+    EXPECT_EQ(value(t, "Optimization", "CPU Total"), 300);
+    EXPECT_EQ(value(t, "Optimization", "GPU Total"), helper_thread ? 7 : 0);
+    EXPECT_EQ(value(t, "Others", "CPU Total"), 300);
+    EXPECT_EQ(value(t, "Others", "GPU Total"), 0);
+    EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), helper_thread ? 27 : 20);
+  }
+}
+
 TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
   TraceBuilder b(0, 1000);
   b.event(1, "forward", PK_EVENT_FORWARD, 100, 400);

@@ -206,3 +206,36 @@ TEST(SummaryOperator, RecursiveOperatorsCountEachCall) {
 }
 
 }  // namespace
+
+namespace {
+
+// A GPU record CUPTI gave no timestamps for counts as a call of its row
+// under the operator, as in the Kernel table, but not as a 0 in its times
+// (which would halve Avg and make Min 0 where the Kernel table says 200).
+TEST(SummaryOperator, GpuRecordsWithoutTimingAreCallsNotZeroTimesUnderOperators) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
+  b.launch(1, 20, 30, 1);
+  b.kernel("k", 100, 300, 1);
+  b.launch(1, 40, 50, 2);
+  b.device("k", PK_EVENT_KERNEL, 50, 50, 2, 0, 7, PK_DEVICE_EVENT_NO_TIMING);
+  b.launch(1, 60, 70, 3, "cudaMemcpyAsync");
+  b.device("Memcpy HtoD", PK_EVENT_MEMCPY, 70, 70, 3, 0, 7, PK_DEVICE_EVENT_NO_TIMING);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  const profkit::SummaryTable kernels = profkit_test::table_of(*r, SummaryView::kKernel);
+  EXPECT_EQ(profkit_test::value(t, "k", "Calls", 1), 2);
+  EXPECT_EQ(profkit_test::value(t, "k", "GPU Total", 1), 200);
+  EXPECT_EQ(profkit_test::value(t, "k", "GPU Avg", 1), profkit_test::value(kernels, "k", "GPU Avg"));
+  EXPECT_EQ(profkit_test::value(t, "k", "GPU Min", 1), 200);
+  // Nothing timed: no times at all, not zeros.
+  EXPECT_EQ(profkit_test::value(t, "Memcpy HtoD", "Calls", 1), 1);
+  EXPECT_TRUE(std::isnan(profkit_test::value(t, "Memcpy HtoD", "GPU Min", 1)));
+  EXPECT_EQ(profkit_test::value(t, "op", "GPU Total", 0), 200);
+  bool says_so = false;
+  for (const std::string& note : t.notes) says_so |= note.find("had no timestamps") != std::string::npos;
+  EXPECT_TRUE(says_so);
+}
+
+}  // namespace
