@@ -102,6 +102,29 @@ def test_fallback_shapes_list_every_schema_input_as_torch_profiler_does(pk_torch
     assert operator_shapes(prof.profiler_result) == expected
 
 
+def saving_and_detaching(x):
+    y = x.exp()  # saves its output for backward: a shallow copy
+    x.data  # a shallow copy
+    x.detach()  # an operator
+    y.sum().backward()  # AccumulateGrad's detach: an operator
+
+
+def test_fallback_records_no_detach_that_only_its_mode_makes(pk_torch):
+    # torch's shallow copies call aten::detach through a pushed dispatch
+    # mode (not the dispatcher): calls that happen only under the fallback's
+    # own mode, and that torch.profiler does not see.
+    from torch.profiler import profile
+
+    with profile() as reference:
+        saving_and_detaching(torch.ones(3, requires_grad=True))
+    expected = [e.name for e in reference.events() if e.name == "aten::detach"]
+    assert len(expected) == 2
+    pk_torch.enable(backend="python")
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        saving_and_detaching(torch.ones(3, requires_grad=True))  # no grad yet: AccumulateGrad detaches as above
+    assert names_of_type(prof.profiler_result.events, OPERATOR).count("aten::detach") == 2
+
+
 def test_schema_inputs_put_defaulted_arguments_in_their_places():
     add = tuple((a.name, a.kwarg_only) for a in torch.ops.aten.add.Tensor._schema.arguments)
     assert add == (("self", False), ("other", False), ("alpha", True))

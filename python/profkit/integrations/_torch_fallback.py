@@ -18,7 +18,13 @@ What differs from the native hook (``_torch_hook.cpp``):
   drives the Profiler (and of autograd's threads working for it), not those
   of other threads;
 - it records no memory events: ``profile_memory`` needs the native hook's
-  allocation reporter (the integration warns once when a window asks for it).
+  allocation reporter (the integration warns once when a window asks for it);
+- a pushed dispatch mode changes a little of what torch does: backward
+  accumulates a gradient reaching a tensor from several uses out of place
+  (``aten::add``, where torch alone runs ``aten::add_``), and torch's
+  shallow copies call ``aten::detach`` through the mode (an autograd op
+  saving its output, ``tensor.data``); those detaches are not operator calls
+  of the program and are left out.
 
 The mode sits at the bottom of the thread's user modes, not on top, so that
 users' own ``with SomeMode():`` blocks, which pop whatever is on top, never
@@ -147,6 +153,28 @@ class OperatorRecorder:
         importlib.import_module("torch._dynamo")
 
         tensor_type = torch.Tensor
+        # torch's shallow copies (an autograd op saving its output for
+        # backward, ``tensor.data``) call aten::detach through the top
+        # dispatch mode whenever one is pushed -- ours -- straight from C++,
+        # not through the dispatcher: operators that never happen without the
+        # mode (torch.profiler and the native hook see none), one per saved
+        # output in every forward. Those calls come without the dispatcher's
+        # exclusion of the keys above Python (PythonTLSSnapshot among them),
+        # which every operator dispatched to the mode carries.
+        detach = torch.ops.aten.detach.default
+        dispatch_keys = getattr(torch._C, "DispatchKey", None)
+        snapshot_key = getattr(dispatch_keys, "PythonTLSSnapshot", None)
+        key_excluded = getattr(torch._C, "_dispatch_tls_is_dispatch_key_excluded", None)
+        if snapshot_key is None or key_excluded is None:  # an older torch: record them all
+
+            def from_dispatcher() -> bool:
+                return True
+
+        else:
+
+            def from_dispatcher() -> bool:
+                return bool(key_excluded(snapshot_key))
+
         names: Dict[Any, int] = {}
         schemas: Dict[Any, Tuple[Tuple[str, bool], ...]] = {}
         shapes_key = _C.intern("input_shapes")
@@ -171,7 +199,7 @@ class OperatorRecorder:
                 name_id = names.get(func)
                 if name_id is None:
                     name_id = names[func] = _name_id(func._schema.name)
-                if not name_id or not self.live:
+                if not name_id or not self.live or (func is detach and not from_dispatcher()):
                     return func(*args, **kwargs)
                 begin(name_id, _OPERATOR)
                 try:
