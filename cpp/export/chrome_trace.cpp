@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,7 @@ class ChromeTraceWriter {
                                 [](const auto& a, const auto& b) { return a.first == b.first; }),
                     launches_.end());
     find_crossing_events();
+    assign_device_lanes();
     threads_with_memory_.assign(r.threads.size(), false);
     for (const pk_memory_event& m : r.memory_events) {
       if (m.thread < r.threads.size()) threads_with_memory_[m.thread] = true;
@@ -196,6 +198,50 @@ class ChromeTraceWriter {
     }
   }
   uint64_t device_pid(uint32_t device) const { return pid_ + kDeviceProcessStride * (device + 1ull); }
+  uint64_t device_lane(size_t i) const {
+    return r_.device_events[i].stream + kDeviceOverlapLaneOffset * device_level_[i];
+  }
+
+  // Each GPU record's lane of its stream (see kDeviceOverlapLaneOffset), into
+  // device_level_: the first lane, in order, where it nests in what is open
+  // there. Records of a stream in start order, enclosing first.
+  void assign_device_lanes() {
+    const auto& ds = r_.device_events;
+    device_level_.assign(ds.size(), 0);
+    std::vector<size_t> order(ds.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const pk_device_event& x = ds[a];
+      const pk_device_event& y = ds[b];
+      if (x.device != y.device) return x.device < y.device;
+      if (x.stream != y.stream) return x.stream < y.stream;
+      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+      if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+      return a < b;
+    });
+    std::vector<uint64_t> open_ends[kMaxDeviceOverlapLanes + 1];
+    for (size_t k = 0; k < order.size(); ++k) {
+      const pk_device_event& d = ds[order[k]];
+      if (k == 0 || d.device != ds[order[k - 1]].device || d.stream != ds[order[k - 1]].stream) {
+        for (auto& ends : open_ends) ends.clear();
+      }
+      uint32_t level = kMaxDeviceOverlapLanes;
+      for (uint32_t l = 0; l <= kMaxDeviceOverlapLanes; ++l) {
+        std::vector<uint64_t>& ends = open_ends[l];
+        while (!ends.empty() && ends.back() <= d.start_ns) ends.pop_back();
+        if (ends.empty() || d.end_ns <= ends.back()) {
+          level = l;
+          break;
+        }
+      }
+      // Past the last overlap lane it overlaps there anyway; the stack stays
+      // one of nested ends.
+      std::vector<uint64_t>& ends = open_ends[level];
+      while (!ends.empty() && ends.back() < d.end_ns) ends.pop_back();
+      ends.push_back(d.end_ns);
+      device_level_[order[k]] = static_cast<uint8_t>(level);
+    }
+  }
 
   // ---- metadata events ----
   void meta_event(std::string_view what, uint64_t pid, uint64_t tid, std::string_view arg_key,
@@ -246,10 +292,13 @@ class ChromeTraceWriter {
       if (has_cpp) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED), "C++", 2);
       if (cpp_overlaps) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED, true), "C++, overlapping", 3);
     }
-    std::set<std::pair<uint32_t, uint32_t>> lanes;  // (device, stream)
-    for (const pk_device_event& d : r_.device_events) lanes.emplace(d.device, d.stream);
+    std::set<std::tuple<uint32_t, uint32_t, uint8_t>> lanes;  // (device, stream, overlap level)
+    for (size_t i = 0; i < r_.device_events.size(); ++i) {
+      const pk_device_event& d = r_.device_events[i];
+      lanes.emplace(d.device, d.stream, device_level_[i]);
+    }
     uint32_t last_device = UINT32_MAX;
-    for (const auto& [device, stream] : lanes) {
+    for (const auto& [device, stream, level] : lanes) {
       const uint64_t pid = device_pid(device);
       if (device != last_device) {
         std::string gpu_label = options_.process_label_prefix + "GPU " + std::to_string(device);
@@ -261,8 +310,13 @@ class ChromeTraceWriter {
                    std::to_string(options_.sort_index_offset + static_cast<int64_t>(device) + 1));
         last_device = device;
       }
-      meta_event("thread_name", pid, stream, "name", json_quoted("Stream " + std::to_string(stream)));
-      meta_event("thread_sort_index", pid, stream, "sort_index", std::to_string(stream));
+      // An overlap lane sorts with its stream (and after it, by name).
+      const uint64_t lane = stream + kDeviceOverlapLaneOffset * level;
+      std::string lane_label = "Stream " + std::to_string(stream);
+      if (level == 1) lane_label += " (overlapping)";
+      if (level > 1) lane_label += " (overlapping " + std::to_string(level) + ")";
+      meta_event("thread_name", pid, lane, "name", json_quoted(lane_label));
+      meta_event("thread_sort_index", pid, lane, "sort_index", std::to_string(stream));
     }
   }
 
@@ -377,7 +431,7 @@ class ChromeTraceWriter {
       put(",\"pid\":");
       put_uint(device_pid(d.device));
       put(",\"tid\":");
-      put_uint(d.stream);
+      put_uint(device_lane(i));
       put(",\"args\":{\"device\":");
       put_uint(d.device);
       put(",\"stream\":");
@@ -536,7 +590,7 @@ class ChromeTraceWriter {
       put(",\"pid\":");
       put_uint(device_pid(d.device));
       put(",\"tid\":");
-      put_uint(d.stream);
+      put_uint(device_lane(i));
       put_char('}');
       maybe_flush();
     }
@@ -645,7 +699,8 @@ class ChromeTraceWriter {
   std::vector<std::string> names_;
   std::vector<std::pair<uint64_t, uint32_t>> launches_;  // (runtime call's host event, correlation id), sorted
   std::vector<bool> threads_with_memory_;
-  std::vector<uint64_t> crossing_;  // host events on an overlap lane, ascending
+  std::vector<uint64_t> crossing_;     // host events on an overlap lane, ascending
+  std::vector<uint8_t> device_level_;  // per GPU record: 0 its stream's lane, k its overlap lane k
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;
   uint64_t base_ns_ = 0;

@@ -4,8 +4,9 @@
 // lane (ProfileStep, Forward, Backward, Dataloader, Optimization, PythonOp,
 // PythonUserDefined) above a C++ lane (Operator, OperatorInner, UserDefined,
 // CudaRuntime, Communication); GPU activity on one process per device with a
-// lane per stream; flow arrows from each launch to its GPU work; metadata
-// events naming processes and lanes; memory events as "[memory]" instants on
+// lane per stream (and overlap lanes where a stream's work overlaps); flow
+// arrows from each launch to its GPU work; metadata events naming processes
+// and lanes; memory events as "[memory]" instants on
 // the allocating thread plus a counter track per device; and a top-level
 // "profkit" object with the run's metadata (enough to load the file back,
 // chrome_trace_reader.h). Times are µs with ns precision relative to base_ns.
@@ -60,5 +61,13 @@ constexpr uint64_t kCppLaneOffset = 1000000000ull;  // tid of a thread's C++ lan
 constexpr uint64_t kOverlapLaneOffset = 2 * kCppLaneOffset;
 constexpr uint64_t thread_of_lane_id(uint64_t lane) noexcept { return lane % kCppLaneOffset; }
 constexpr uint64_t kDeviceProcessStride = 10000000ull;  // GPU d of pid p = p + stride * (d + 1)
+// GPU work on one stream overlaps when CUDA lets it (programmatic dependent
+// launch on Hopper starts a kernel before the one ahead of it ends), and
+// ui.perfetto.dev drops or misplaces slices that overlap on a lane. Work that
+// outlives an enclosing record of its stream's lane goes to overlap lane k
+// (1..kMaxDeviceOverlapLanes) of the stream: tid = stream + k * offset (below
+// 2^32, as Perfetto reads tids). The stream itself is in the record's args.
+constexpr uint64_t kDeviceOverlapLaneOffset = 1000000000ull;
+constexpr uint32_t kMaxDeviceOverlapLanes = 3;
 
 }  // namespace profkit
