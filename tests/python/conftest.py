@@ -57,3 +57,12 @@ def pk_torch(torch_hook_cache):
     integration.disable()
     yield integration
     integration.disable()
+
+
+@pytest.fixture
+def no_rank(monkeypatch):
+    """No rank from the environment, and none left set in the engine after the test."""
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    yield
+    _C.set_rank(-1, -1)

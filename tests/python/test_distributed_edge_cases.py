@@ -20,15 +20,10 @@ import pytest
 
 from profkit import ProfilerResult, RecordEvent, TracerEventType, _C, cross_rank_summary
 
-COMMUNICATION = 12
+COMMUNICATION = TracerEventType.Communication
 
 
-@pytest.fixture(autouse=True)
-def no_rank(monkeypatch):
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    yield
-    _C.set_rank(-1, -1)
+pytestmark = pytest.mark.usefixtures("no_rank")  # conftest.py
 
 
 def window_with_an_open_range(rank, world):

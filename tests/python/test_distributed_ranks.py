@@ -16,15 +16,10 @@ from profkit import Profiler, ProfilerResult, RecordEvent, TracerEventType, _C, 
 from profkit._rank import detect_rank
 from profkit.cross_rank import CrossRankSummary, RankFigures
 
-COMMUNICATION = 12
+COMMUNICATION = TracerEventType.Communication
 
 
-@pytest.fixture(autouse=True)
-def no_rank(monkeypatch):
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    yield
-    _C.set_rank(-1, -1)
+pytestmark = pytest.mark.usefixtures("no_rank")  # conftest.py
 
 
 def rank_window(rank, world, compute_s, comm_s, steps=2, in_flight=False, communicate=True):
