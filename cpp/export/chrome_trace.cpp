@@ -1,6 +1,7 @@
 #include "export/chrome_trace.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -204,30 +206,44 @@ class ChromeTraceWriter {
 
   // Each GPU record's lane of its stream (see kDeviceOverlapLaneOffset), into
   // device_level_: the first lane, in order, where it nests in what is open
-  // there. Records of a stream in start order, enclosing first.
+  // there. Records go in start order, enclosing first, which is also the
+  // order they are written in (device_order_). A Result's records are in
+  // start order already (collect and load sort them), so that order costs a
+  // pass plus a sort of each run of equal starts, not a sort of up to
+  // millions of records.
   void assign_device_lanes() {
     const auto& ds = r_.device_events;
     device_level_.assign(ds.size(), 0);
-    std::vector<size_t> order(ds.size());
+    std::vector<size_t>& order = device_order_;
+    order.resize(ds.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const pk_device_event& x = ds[a];
-      const pk_device_event& y = ds[b];
-      if (x.device != y.device) return x.device < y.device;
-      if (x.stream != y.stream) return x.stream < y.stream;
-      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-      if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+    const auto enclosing_first = [&](size_t a, size_t b) {
+      if (ds[a].start_ns != ds[b].start_ns) return ds[a].start_ns < ds[b].start_ns;
+      if (ds[a].end_ns != ds[b].end_ns) return ds[a].end_ns > ds[b].end_ns;
       return a < b;
+    };
+    const bool by_start = std::is_sorted(ds.begin(), ds.end(), [](const pk_device_event& a, const pk_device_event& b) {
+      return a.start_ns < b.start_ns;
     });
-    std::vector<uint64_t> open_ends[kMaxDeviceOverlapLanes + 1];
-    for (size_t k = 0; k < order.size(); ++k) {
-      const pk_device_event& d = ds[order[k]];
-      if (k == 0 || d.device != ds[order[k - 1]].device || d.stream != ds[order[k - 1]].stream) {
-        for (auto& ends : open_ends) ends.clear();
+    if (!by_start) {
+      std::sort(order.begin(), order.end(), enclosing_first);
+    } else {
+      for (size_t run = 0; run < order.size();) {
+        size_t next = run + 1;
+        while (next < order.size() && ds[next].start_ns == ds[run].start_ns) ++next;
+        if (next - run > 1) std::sort(order.begin() + run, order.begin() + next, enclosing_first);
+        run = next;
       }
+    }
+    // Per (device, stream): each lane's stack of open ends.
+    using LaneStacks = std::array<std::vector<uint64_t>, kMaxDeviceOverlapLanes + 1>;
+    std::unordered_map<uint64_t, LaneStacks> streams;
+    for (const size_t i : order) {
+      const pk_device_event& d = ds[i];
+      LaneStacks& lanes = streams[uint64_t{d.device} << 32 | d.stream];
       uint32_t level = kMaxDeviceOverlapLanes;
       for (uint32_t l = 0; l <= kMaxDeviceOverlapLanes; ++l) {
-        std::vector<uint64_t>& ends = open_ends[l];
+        std::vector<uint64_t>& ends = lanes[l];
         while (!ends.empty() && ends.back() <= d.start_ns) ends.pop_back();
         if (ends.empty() || d.end_ns <= ends.back()) {
           level = l;
@@ -236,10 +252,10 @@ class ChromeTraceWriter {
       }
       // Past the last overlap lane it overlaps there anyway; the stack stays
       // one of nested ends.
-      std::vector<uint64_t>& ends = open_ends[level];
+      std::vector<uint64_t>& ends = lanes[level];
       while (!ends.empty() && ends.back() < d.end_ns) ends.pop_back();
       ends.push_back(d.end_ns);
-      device_level_[order[k]] = static_cast<uint8_t>(level);
+      device_level_[i] = static_cast<uint8_t>(level);
     }
   }
 
@@ -423,7 +439,9 @@ class ChromeTraceWriter {
   }
 
   void write_device_events() {
-    for (size_t i = 0; i < r_.device_events.size(); ++i) {
+    // In start order, enclosing first: importers take equal-start slices in
+    // file order, and a nested one written first would read as overlapping.
+    for (const size_t i : device_order_) {
       const pk_device_event& d = r_.device_events[i];
       begin_event("X", d.type, d.name, d.start_ns, d.end_ns);
       put(",\"dur\":");
@@ -700,6 +718,7 @@ class ChromeTraceWriter {
   std::vector<std::pair<uint64_t, uint32_t>> launches_;  // (runtime call's host event, correlation id), sorted
   std::vector<bool> threads_with_memory_;
   std::vector<uint64_t> crossing_;     // host events on an overlap lane, ascending
+  std::vector<size_t> device_order_;   // GPU records in start order, enclosing first
   std::vector<uint8_t> device_level_;  // per GPU record: 0 its stream's lane, k its overlap lane k
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;

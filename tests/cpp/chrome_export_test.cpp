@@ -413,6 +413,32 @@ TEST(ChromeExport, OverlappingGpuWorkOnAStreamGetsOverlapLanesAndLoadsBack) {
 
 // More work in flight on one stream than there are overlap lanes still gives
 // a file whose last lane holds the rest (drawn overlapped, never lost).
+TEST(ChromeExport, GpuWorkStartingTogetherNestsTheLongerOutermostOnItsStreamsLane) {
+  // Collected short-first with one start: the longer encloses the shorter,
+  // so both stay on the stream's own lane (no overlap lane for nested work).
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 50;
+  info.start_ns = 1000;
+  info.end_ns = 100000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t launch = b.add_string("cudaLaunchKernel");
+  const uint32_t t = b.thread(9);
+  const uint64_t ends[] = {15000, 30000};
+  for (uint32_t i = 0; i < 2; ++i) {
+    b.add_runtime_call(t, {2000 + 1000 * i, 2500 + 1000 * i, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 100 + i);
+    b.add_device_event({10000, ends[i], 0, b.add_string(i == 0 ? "inner" : "outer"), 100 + i, 7, 1, 0, PK_EVENT_KERNEL,
+                        0, PK_NO_DETAIL});
+  }
+  auto r = b.finish();
+  const std::string path = dir.file("together.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  expect_every_lane_nests(json);
+  EXPECT_EQ(json.find("1000000007"), std::string::npos) << json;
+}
+
 TEST(ChromeExport, WorkPastTheLastOverlapLaneStaysOnIt) {
   TempDir dir;
   ResultInfo info;
