@@ -189,11 +189,21 @@ def _worker(k):
                 pass
 
 
+HOSTILE_METADATA_KEY = 'model "x"\\'
+
+
 def record_busy_window():
     """Threads, both layers, hostile names in events, arguments, thread names and
     metadata, instants, allocations, and ranges that cross step boundaries (so
     the overlap lanes are used)."""
-    C.set_metadata('model "x"\\', "v\u2028\x01")
+    C.set_metadata(HOSTILE_METADATA_KEY, "v\u2028\x01")
+    try:
+        return _record_busy_steps()
+    finally:
+        C.set_metadata(HOSTILE_METADATA_KEY, None)  # engine-wide: later tests' windows must not carry it
+
+
+def _record_busy_steps():
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
         crossing = []
         for step in range(4):
