@@ -16,7 +16,13 @@ def clean_engine():
     yield
     profiler_module._active_ref = None  # a test that failed mid-run leaves no Profiler behind
     _C.set_state(0)
-    _C.collect()
+    # Run metadata is engine-wide and goes into every later window: a test
+    # that leaves some set fails here, not some later test that reads a window.
+    leaked = _C.collect().metadata()
+    for key in leaked:
+        _C.set_metadata(key, None)
+    if leaked:
+        pytest.fail(f"the test left run metadata set in the engine: {leaked}; clear it with _C.set_metadata(key, None)")
 
 
 # ---- PyTorch ---------------------------------------------------------------------
