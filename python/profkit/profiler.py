@@ -23,6 +23,7 @@ Thread-safety: drive a Profiler from one thread (the training loop's);
 RecordEvent and dataloader ranges may come from any thread.
 """
 
+import atexit
 import functools
 import operator
 import os
@@ -94,6 +95,26 @@ def _abandoned(memory_cap_before: Optional[int], ref: "weakref.ReferenceType[Pro
         )
     except Exception:  # pragma: no cover - interpreter shutdown: the engine goes with the process
         return
+
+
+def _stop_at_exit() -> None:
+    """atexit: a Profiler still started when the interpreter exits is stopped,
+    so that its window reaches on_trace_ready (the default one writes the
+    trace files) instead of being lost: discarded when the Profiler was
+    collected at shutdown, or silently when a daemon thread kept it alive."""
+    profiler = _active_profiler()
+    if profiler is None or profiler._in_callback:
+        return
+    warnings.warn(
+        f"profkit: the interpreter is exiting with a Profiler started (at step {profiler.step_num}); stopping it "
+        "so that its recording window is delivered. Call stop(), or use `with Profiler(...) as prof:`.",
+        ProfilerWarning,
+        stacklevel=1,
+    )
+    profiler.stop()
+
+
+atexit.register(_stop_at_exit)
 
 
 def _leave_the_parents_session() -> None:

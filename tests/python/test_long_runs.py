@@ -172,3 +172,35 @@ def test_a_thread_that_filled_the_cap_in_one_window_leaves_room_for_others_in_th
     assert first.info["dropped_events"] > 0
     assert second.info["dropped_events"] == 0
     assert sum(1 for name in second.to_pandas()["name"] if name == "few") == 100
+
+
+_EXIT_WITHOUT_STOP = """
+import sys, threading, time
+import profkit
+from profkit import RecordEvent
+
+prof = profkit.Profiler(scheduler=(1, 100), on_trace_ready=profkit.export_protobuf(sys.argv[1]))
+prof.start()
+for _ in range(3):
+    with RecordEvent("work"):
+        pass
+    prof.step()
+if sys.argv[2] == "daemon":  # keeps the Profiler alive through shutdown
+    threading.Thread(target=lambda p=prof: time.sleep(600), daemon=True).start()
+"""
+
+
+@pytest.mark.parametrize("keeper", ["none", "daemon"])
+def test_a_profiler_still_started_at_exit_is_stopped_and_its_window_delivered(tmp_path, keeper):
+    # A script that never called stop() lost its window: discarded when the
+    # Profiler was collected at shutdown, silently when a daemon thread held it.
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_WITHOUT_STOP, str(tmp_path), keeper], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "exiting with a Profiler started (at step 3)" in done.stderr
+    (trace,) = tmp_path.glob("*.pktrace")
+    assert profkit.load_profiler_result(str(trace)).steps == [1, 2, 3]
