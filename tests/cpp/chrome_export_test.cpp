@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -356,10 +358,17 @@ void expect_every_lane_nests(const std::string& json) {
   }
 }
 
-// Programmatic dependent launch (Hopper) lets a kernel start before the one
-// ahead of it on its stream ends: the records overlap on the stream's lane.
-TEST(ChromeExport, OverlappingGpuWorkOnAStreamGetsOverlapLanesAndLoadsBack) {
-  TempDir dir;
+// GPU work on device 0, each record launched by a cudaLaunchKernel of its
+// own on one host thread (pid 50), in the order given.
+struct LaunchedWork {
+  const char* name;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t stream;
+  uint8_t type = PK_EVENT_KERNEL;
+};
+
+std::unique_ptr<Result> launched_gpu_work(std::initializer_list<LaunchedWork> work) {
   ResultInfo info;
   info.pid = 50;
   info.start_ns = 1000;
@@ -368,18 +377,27 @@ TEST(ChromeExport, OverlappingGpuWorkOnAStreamGetsOverlapLanesAndLoadsBack) {
   b.add_string("");
   const uint32_t launch = b.add_string("cudaLaunchKernel");
   const uint32_t t = b.thread(9);
-  const char* names[] = {"primary", "secondary", "tertiary", "after", "copy"};
-  // (start, end, stream): B starts inside A and outlives it, C inside both
-  // and outlives both, D after them all; the copy on a stream of its own.
-  const uint64_t spans[][3] = {
-      {10000, 20000, 7}, {15000, 25000, 7}, {18000, 30000, 7}, {26000, 27000, 7}, {12000, 40000, 13}};
-  for (uint32_t i = 0; i < 5; ++i) {
+  uint32_t i = 0;
+  for (const LaunchedWork& w : work) {
     b.add_runtime_call(t, {2000 + 1000 * i, 2500 + 1000 * i, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 100 + i);
-    const uint8_t type = i == 4 ? PK_EVENT_MEMCPY : PK_EVENT_KERNEL;
-    b.add_device_event({spans[i][0], spans[i][1], 0, b.add_string(names[i]), 100 + i,
-                        static_cast<uint32_t>(spans[i][2]), 1, 0, type, 0, PK_NO_DETAIL});
+    b.add_device_event(
+        {w.start_ns, w.end_ns, 0, b.add_string(w.name), 100 + i, w.stream, 1, 0, w.type, 0, PK_NO_DETAIL});
+    ++i;
   }
-  auto r = b.finish();
+  return b.finish();
+}
+
+// Programmatic dependent launch (Hopper) lets a kernel start before the one
+// ahead of it on its stream ends: the records overlap on the stream's lane.
+TEST(ChromeExport, OverlappingGpuWorkOnAStreamGetsOverlapLanesAndLoadsBack) {
+  TempDir dir;
+  // B starts inside A and outlives it, C inside both and outlives both, D
+  // after them all; the copy on a stream of its own.
+  auto r = launched_gpu_work({{"primary", 10000, 20000, 7},
+                              {"secondary", 15000, 25000, 7},
+                              {"tertiary", 18000, 30000, 7},
+                              {"after", 26000, 27000, 7},
+                              {"copy", 12000, 40000, 13, PK_EVENT_MEMCPY}});
   const std::string path = dir.file("pdl.trace.json");
   export_chrome_trace(*r, path, ChromeOptions{});
   const std::string json = read_file(path);
@@ -411,27 +429,12 @@ TEST(ChromeExport, OverlappingGpuWorkOnAStreamGetsOverlapLanesAndLoadsBack) {
   }
 }
 
-// More work in flight on one stream than there are overlap lanes still gives
-// a file whose last lane holds the rest (drawn overlapped, never lost).
+// Collected short-first with one start: the longer encloses the shorter, so
+// both stay on the stream's own lane (no overlap lane for nested work), and
+// the enclosing one is written first.
 TEST(ChromeExport, GpuWorkStartingTogetherNestsTheLongerOutermostOnItsStreamsLane) {
-  // Collected short-first with one start: the longer encloses the shorter,
-  // so both stay on the stream's own lane (no overlap lane for nested work).
   TempDir dir;
-  ResultInfo info;
-  info.pid = 50;
-  info.start_ns = 1000;
-  info.end_ns = 100000;
-  ResultBuilder b(info);
-  b.add_string("");
-  const uint32_t launch = b.add_string("cudaLaunchKernel");
-  const uint32_t t = b.thread(9);
-  const uint64_t ends[] = {15000, 30000};
-  for (uint32_t i = 0; i < 2; ++i) {
-    b.add_runtime_call(t, {2000 + 1000 * i, 2500 + 1000 * i, launch, PK_EVENT_CUDA_RUNTIME, 0, 0}, 100 + i);
-    b.add_device_event({10000, ends[i], 0, b.add_string(i == 0 ? "inner" : "outer"), 100 + i, 7, 1, 0, PK_EVENT_KERNEL,
-                        0, PK_NO_DETAIL});
-  }
-  auto r = b.finish();
+  auto r = launched_gpu_work({{"inner", 10000, 15000, 7}, {"outer", 10000, 30000, 7}});
   const std::string path = dir.file("together.trace.json");
   export_chrome_trace(*r, path, ChromeOptions{});
   const std::string json = read_file(path);
@@ -439,6 +442,8 @@ TEST(ChromeExport, GpuWorkStartingTogetherNestsTheLongerOutermostOnItsStreamsLan
   EXPECT_EQ(json.find("1000000007"), std::string::npos) << json;
 }
 
+// More work in flight on one stream than there are overlap lanes still gives
+// a file whose last lane holds the rest (drawn overlapped, never lost).
 TEST(ChromeExport, WorkPastTheLastOverlapLaneStaysOnIt) {
   TempDir dir;
   ResultInfo info;
