@@ -21,6 +21,7 @@ their all-reduces. The same from a shell:
 """
 
 import argparse
+import gc
 import multiprocessing
 import os
 import sys
@@ -78,6 +79,12 @@ def train(rank: int, world_size: int, init_method: str, log_dir: str, steps: int
         for item in report.inputs:
             print(f"{item.name}: {item.path} (rank {item.rank} of {item.world_size}, {item.event_count} events)")
         print(f"merged timeline: {merged} ({report.events} trace events); open it in https://ui.perfetto.dev")
+    # DDP lives in a reference cycle, so only a garbage collection frees it
+    # and its reducer (which holds gloo works). Free it now, while the
+    # interpreter is whole: left to the last collection at exit, tearing gloo
+    # down there can abort the process.
+    del ddp, optimizer
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -1,5 +1,7 @@
 """The in-flight waiter: a collective that never completes costs one window-end wait, not one per window."""
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -56,3 +58,46 @@ def test_a_work_that_finishes_is_waited_for():
     waiter.track("gloo:broadcast", [done], [])
     assert waiter.drain(None, skip_stuck=True)
     assert waiter._given_up is None
+
+
+def test_stop_ends_the_thread_after_the_work_queued_before_it():
+    waiter = in_flight._Waiter()
+    done = torch.futures.Future()
+    waiter.track("gloo:broadcast", [done], [])
+    thread = waiter._thread
+    stopper = threading.Thread(target=waiter.stop, args=(None,))
+    stopper.start()
+    stopper.join(0.05)
+    assert thread.is_alive()  # still on the queued work, which has not completed
+    done.set_result(None)
+    stopper.join()
+    assert not thread.is_alive()
+    assert waiter._thread is None
+
+    again = torch.futures.Future()  # a later collective starts a new thread
+    again.set_result(None)
+    waiter.track("gloo:broadcast", [again], [])
+    assert waiter._thread is not None and waiter._thread is not thread
+    assert waiter.drain(None)
+    waiter.stop(None)
+
+
+def test_the_waiter_thread_has_ended_before_the_interpreter_finalizes():
+    # A daemon thread still in a future's wait when the interpreter finalizes
+    # can abort the process; the handler registered first runs last, after
+    # profkit's own, and lists the threads still alive then.
+    script = f"""
+import atexit, threading
+atexit.register(lambda: print("alive at exit:", sorted(t.name for t in threading.enumerate())))
+import torch
+from profkit.integrations import _collectives_in_flight as in_flight
+done = torch.futures.Future()
+done.set_result(None)
+in_flight._waiter.track("gloo:broadcast", [done], [])
+assert in_flight.wait_in_flight(10.0)
+print("started:", in_flight._waiter._thread.name == {in_flight.IN_FLIGHT_THREAD_NAME!r})
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "started: True" in run.stdout
+    assert "alive at exit: ['MainThread']" in run.stdout, run.stdout

@@ -13,10 +13,11 @@ waiting on them too would hang the caller's own wait (such calls get no
 in-flight event).
 
 Thread-safety: ``track()`` and ``wait_in_flight()`` may be called from any
-thread; the waiter thread starts once, on first use, and lives as long as
-the process.
+thread; the waiter thread starts once, on first use, and lives until the
+interpreter exits: an ``atexit`` handler ends it then (see ``_Waiter.stop``).
 """
 
+import atexit
 import os
 import queue
 import threading
@@ -36,6 +37,13 @@ IN_FLIGHT_THREAD_NAME = "profkit: collectives in flight"
 #: give up, and those in-flight events are left out of the window. A work
 #: that outlasted one such wait (a peer that died) is not waited for again.
 WINDOW_END_WAIT_S = 0.5
+
+#: How long the interpreter's exit waits for the waiter thread to finish the
+#: work it is on (normally none: windows drained it) before leaving it be.
+EXIT_WAIT_S = 2.0
+
+# Queued to end the waiter thread.
+_STOP = object()
 
 
 class _Waiter:
@@ -94,6 +102,21 @@ class _Waiter:
         self._given_up = self._current  # None if the thread was between works: the next drain waits again
         return False
 
+    def stop(self, timeout: float) -> None:
+        """Ends the waiter thread once what is queued before is done, waiting
+        up to ``timeout`` seconds for it. Called at interpreter exit: a daemon
+        thread still in torch's C++ code (a future's wait) when the
+        interpreter finalizes is ended by ``pthread_exit`` as it takes the GIL
+        back, and an unwind through C++ frames there can abort the process
+        ("terminate called without an active exception"). A later ``track()``
+        starts a new thread."""
+        with self._start_lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._queue.put(_STOP)
+        thread.join(timeout)
+
     def _run(self) -> None:
         try:
             _C.set_thread_name(IN_FLIGHT_THREAD_NAME)
@@ -101,6 +124,8 @@ class _Waiter:
             pass
         while True:
             item = self._queue.get()
+            if item is _STOP:
+                return
             if isinstance(item, threading.Event):
                 item.set()
                 continue
@@ -124,6 +149,7 @@ class _Waiter:
 _waiter = _Waiter()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_waiter.forget_after_fork)
+atexit.register(_waiter.stop, EXIT_WAIT_S)
 
 
 def track(event_name: str, result: Any, args: Sequence[Tuple[str, Any]]) -> None:
