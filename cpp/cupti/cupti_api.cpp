@@ -67,7 +67,14 @@ std::string cupti_version_problem(uint32_t loaded, uint32_t compiled) {
            "); their activity records differ. Point PROFKIT_CUPTI_PATH at a CUDA " + std::to_string(compiled_major) +
            " libcupti or use a profkit built for CUDA " + std::to_string(loaded_major);
   }
-  if (loaded < compiled) {
+  // From CUDA 13 the version is xxyyzz; zz is a CUPTI update within a CUDA
+  // minor release (13.0 GA: 130000, 13.0 Update 1: 130001) that keeps the
+  // minor's record structs. Requiring the exact update refused, for a
+  // profkit built with 13.0 Update 1 headers, the CUPTI 13.0 GA that a
+  // PyTorch cu130 wheel pins and already has loaded in the process.
+  const uint32_t loaded_release = loaded >= 100000 ? loaded / 100 : loaded;
+  const uint32_t compiled_release = compiled >= 100000 ? compiled / 100 : compiled;
+  if (loaded_release < compiled_release) {
     return "the loaded libcupti (CUPTI API " + std::to_string(loaded) +
            ") is older than the CUPTI headers this profkit was built with (CUPTI API " + std::to_string(compiled) +
            "); install a newer CUPTI of CUDA " + std::to_string(compiled_major) + " or set PROFKIT_CUPTI_PATH";

@@ -46,7 +46,8 @@ bool load_cupti_api(void* handle, CuptiApi* api, std::string* error);
 int cupti_cuda_major(uint32_t api_version) noexcept;
 
 // "" when records of a CUPTI with `loaded` API version can be decoded with the
-// structs of `compiled` (same CUDA major, not older); otherwise the reason.
+// structs of `compiled` (same CUDA major, not an older CUDA minor release:
+// the update digits zz of xxyyzz do not count); otherwise the reason.
 std::string cupti_version_problem(uint32_t loaded, uint32_t compiled);
 
 // A sentence for a CUPTI failure, naming the known causes: another CUPTI

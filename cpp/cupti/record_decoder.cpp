@@ -10,16 +10,29 @@ uint32_t non_negative(int32_t v) { return v < 0 ? 0u : static_cast<uint32_t>(v);
 
 bool no_timing(uint64_t start, uint64_t end) { return start == 0 && end == 0; }
 
+// A GPU record CUPTI handed over before the work finished: a forced flush
+// (cuptiActivityFlushAll(FLUSH_FORCED), done at the end of every window)
+// returns buffers "including the ones which have one or more incomplete
+// activity records" (cupti_activity.h), and a kernel still running then comes
+// with its end missing (0) and is never delivered again. Its start may be
+// real; its duration is unknown, so it is kept without timing rather than
+// as a kernel that took no time.
+bool incomplete(uint64_t start, uint64_t end) { return end < start; }
+
 // Whether a record starting at `start` (0 = no timing) is kept.
 bool accepted(const DecodeFilter& f, uint64_t start, uint64_t end) {
   return f.accepting && (no_timing(start, end) || start >= f.accept_from_ns);
 }
 
 pk_device_event device_event(const DecodeFilter& f, uint8_t type, uint64_t start, uint64_t end, uint32_t device,
-                             uint32_t context, uint32_t stream, uint32_t correlation) {
+                             uint32_t context, uint32_t stream, uint32_t correlation, DecodeStats* stats) {
+  if (incomplete(start, end)) {
+    ++stats->incomplete;
+    start = end = 0;  // placed at its launch call, flagged PK_DEVICE_EVENT_NO_TIMING
+  }
   pk_device_event e{};
   e.start_ns = start;
-  e.end_ns = std::max(start, end);
+  e.end_ns = end;
   e.launch_event = PK_NO_EVENT;
   e.correlation_id = correlation;
   e.stream = stream;
@@ -113,8 +126,8 @@ void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, Act
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const KernelRecord& k = as<KernelRecord>(record);
       if (!accepted(filter, k.start, k.end)) return count_filtered(filter, stats);
-      pk_device_event e =
-          device_event(filter, PK_EVENT_KERNEL, k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId);
+      pk_device_event e = device_event(filter, PK_EVENT_KERNEL, k.start, k.end, k.deviceId, k.contextId, k.streamId,
+                                       k.correlationId, stats);
       e.name = store->kernel_name(k.name);
       kept = store->add_kernel(e, launch_shape(k));
       if (!kept) ++stats->dropped;
@@ -124,7 +137,7 @@ void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, Act
       const MemcpyRecord& m = as<MemcpyRecord>(record);
       if (!accepted(filter, m.start, m.end)) return count_filtered(filter, stats);
       pk_device_event e = device_event(filter, PK_EVENT_MEMCPY, m.start, m.end, m.deviceId, m.contextId, m.streamId,
-                                       memcpy_correlation_id(m));
+                                       memcpy_correlation_id(m), stats);
       e.name = store->intern_name(memcpy_name(m.copyKind));
       pk_memory_op_detail d{};
       d.bytes = m.bytes;
@@ -138,8 +151,8 @@ void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, Act
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const MemsetRecord& m = as<MemsetRecord>(record);
       if (!accepted(filter, m.start, m.end)) return count_filtered(filter, stats);
-      pk_device_event e =
-          device_event(filter, PK_EVENT_MEMSET, m.start, m.end, m.deviceId, m.contextId, m.streamId, m.correlationId);
+      pk_device_event e = device_event(filter, PK_EVENT_MEMSET, m.start, m.end, m.deviceId, m.contextId, m.streamId,
+                                       m.correlationId, stats);
       e.name = store->intern_name("Memset");
       pk_memory_op_detail d{};
       d.bytes = m.bytes;

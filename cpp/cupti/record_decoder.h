@@ -63,6 +63,7 @@ struct DecodeStats {
   uint64_t before_window = 0;  // started before the recording window
   uint64_t other_kinds = 0;    // kinds the tracer does not decode
   uint64_t dropped = 0;        // the store's record cap was reached
+  uint64_t incomplete = 0;     // GPU records flushed before the work ended (end missing): kept untimed
 };
 
 using NextRecordFn = CUptiResult (*)(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record);

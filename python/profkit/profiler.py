@@ -20,13 +20,16 @@ Differences from paddle.profiler (fixes):
 - the Perf Summary's averages are exact and its max/min correct.
 
 Thread-safety: drive a Profiler from one thread (the training loop's);
-RecordEvent and dataloader ranges may come from any thread.
+RecordEvent and dataloader ranges may come from any thread. stop() may also
+come from a signal handler or another thread while step() runs: it takes
+effect when that step() returns.
 """
 
 import atexit
 import functools
 import operator
 import os
+import sys
 import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
@@ -158,6 +161,28 @@ def _warn_gpu_unavailable(reason: str) -> None:
         ProfilerWarning,
         stacklevel=4,
     )
+
+
+def _synchronize_gpu() -> None:
+    """Waits for the GPU work the program launched so far (torch's current
+    device), so that a window's last kernels and copies end inside it:
+    CUPTI's flush at the window's end hands work still running over without
+    an end time, and the summary could only count it untimed.
+    torch.profiler synchronizes likewise when it stops. Without torch, or
+    while a stream is being captured into a CUDA graph (synchronizing would
+    break the capture), the window is collected as it stands."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None:
+        return
+    try:
+        if cuda.is_initialized() and not cuda.is_current_stream_capturing():
+            cuda.synchronize()
+    except Exception as e:  # a sticky CUDA error: the window is still delivered
+        warn_at_caller(
+            f"profkit: could not synchronize the GPU before closing the window ({e}); "
+            "GPU work still running is in the trace without an end time"
+        )
 
 
 # paddle.profiler's targets that profkit has no tracer for.
@@ -345,6 +370,8 @@ class Profiler:
         self._undelivered: Optional["_C.Result"] = None
         self._runs = 0  # start()s so far: tells step() that on_trace_ready restarted the Profiler
         self._in_callback = False
+        self._in_step = False  # step() is changing the state (see step())
+        self._stop_requested = False  # stop() came during it: step() stops on return
         # Profiler.step()'s shortcut runs while step_num + 1 < _steady_until:
         # 0 when it must not (not started, timer_only, in a transition).
         self._steady_until = 0
@@ -399,8 +426,13 @@ class Profiler:
         first = self._scheduled_state(0)
         self._memory_cap_before = _C.get_memory_cap() if self.memory_cap is not None else None
         _multiprocessing_children.run_in_forked_children(_leave_the_parents_session)
-        _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
+        # Everything from claiming the engine to the run's first step is undone
+        # together when an exception (a Ctrl-C) cuts it short anywhere: a claim
+        # left behind by a Profiler that is not started would refuse every
+        # later Profiler ("another Profiler is active") while stop() did
+        # nothing, and the engine would go on recording for no one.
         try:
+            _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
             _rank.apply_rank()  # rank and world size into every Result and file name
             if self.memory_cap is not None:
                 _C.set_memory_cap(self.memory_cap)
@@ -410,13 +442,19 @@ class Profiler:
             if first is not _CLOSED:
                 self._set_engine_state(first)
             _C.step_begin(0)
+            self._begin_run(first)
         except BaseException:
             _active_ref = None
-            self._set_engine_state(_CLOSED)
-            self._set_gpu_tracing(False)
-            self._restore_memory_cap()
+            self._started = False
+            self._steady_until = 0
+            self._timer.stop()
+            self.current_state = _CLOSED
+            self._gpu_tracing = False
+            # Also drops what the engine recorded meanwhile, which would
+            # otherwise open the next Profiler's first window.
+            _close_engine_discarding(self._memory_cap_before)
+            self._memory_cap_before = None
             raise
-        self._begin_run(first)
 
     def _begin_run(self, first: ProfilerState) -> None:
         self._parent_pid = None  # started again in a multiprocessing child: the child's own now
@@ -474,6 +512,22 @@ class Profiler:
         if self.timer_only:
             self._timer.step(samples)
             return
+        # stop() from a signal handler (a SIGTERM handler flushing the trace)
+        # or another thread can come in the middle of this step; done there,
+        # the rest of the step would put the stopped engine back in READY or
+        # RECORD for no one, and every later Profiler would be refused. So
+        # such a stop() waits for this step to end (see _stop_requested).
+        self._in_step = True
+        try:
+            self._step_transition(samples)
+        finally:
+            self._in_step = False
+            if self._stop_requested:
+                self._stop_requested = False
+                self.stop()
+
+    def _step_transition(self, samples: Optional[int]) -> None:
+        """The full path of step(): a step that may change the state."""
         previous = self.current_state
         current = self._scheduled_state(self.step_num + 1)  # may raise: nothing has changed yet
         self._timer.step(samples)
@@ -506,37 +560,70 @@ class Profiler:
         """Ends the step in progress and profiling; delivers the open recording window.
 
         Prints the Perf Summary of the run (benchmark mode). Stopping a
-        Profiler that is not started does nothing.
+        Profiler that is not started does nothing. Called while ``step()``
+        is running (from a signal handler, or another thread), it stops the
+        Profiler when that ``step()`` returns.
         """
         global _active_ref
         if not self._started:
+            return
+        if self._in_step and not self._in_callback and self._step_running():
+            # Called in the middle of step() (see step()): that step() stops
+            # the Profiler when it returns.
+            self._stop_requested = True
             return
         # From on_trace_ready, the window that step() opened right after
         # collecting holds no step (only the callback's own time): closed and
         # dropped, never delivered from inside the callback.
         from_callback = self._in_callback
-        self._started = False
-        self._steady_until = 0
-        self._timer.stop()
-        self._perf_summary = self._timer.summary()
         if self.timer_only:
+            self._started = False
+            self._steady_until = 0
+            self._timer.stop()
+            self._perf_summary = self._timer.summary()
             self._print_perf_summary()
             return
         result = None
-        # A window whose collect an exception cut short is still the engine's.
-        transition = _lifecycle.plan_stop(ProfilerState.RECORD if self._collect_owed else self.current_state)
+        # Planned from the engine's own state, not current_state: a step()
+        # that an exception (a Ctrl-C) cut short between the two may have
+        # left the engine recording a window that current_state says is
+        # over; that window is delivered here, not left in the engine to
+        # open the next Profiler's first window. A window whose collect an
+        # exception cut short is still the engine's too.
+        recording = self._collect_owed or ProfilerState(_C.get_state()).is_recording
+        transition = _lifecycle.plan_stop(ProfilerState.RECORD if recording else _CLOSED)
+        released = False
         try:
+            # Marked stopped inside the try whose finally releases the engine:
+            # an exception between the two would leave the engine claimed by
+            # a stopped Profiler, refusing every later one.
+            self._started = False
+            self._steady_until = 0
+            self._timer.stop()
             try:
                 _C.step_end(0)
             except RuntimeError:
                 pass  # no step is open (stop() from on_trace_ready, between two steps)
             result = self._apply(transition)
+            released = True
         finally:
             _active_ref = None
+            if not released:
+                # An exception (a Ctrl-C) cut the release short: the engine may
+                # still record, with a step open, for no one. Its window is
+                # dropped rather than left to open the next Profiler's.
+                self._collect_owed = False
+                try:
+                    _close_engine_discarding(self._memory_cap_before)
+                except Exception:
+                    pass  # the exception under way says what went wrong
             self._set_gpu_tracing(False)
             self._restore_memory_cap()
             self.previous_state = self.current_state
             self.current_state = _CLOSED
+        # After the engine is released: an exception here (a Ctrl-C) must not
+        # leave it claimed by a Profiler that is already stopped.
+        self._perf_summary = self._timer.summary()
         self._print_perf_summary()
         if from_callback:
             return
@@ -556,6 +643,21 @@ class Profiler:
                 ProfilerWarning,
                 stacklevel=2,
             )
+
+    def _step_running(self) -> bool:
+        """Whether a step() of this Profiler is running on some thread.
+
+        _in_step says so, but an exception (a Ctrl-C) landing just where
+        step() sets or clears it could leave it stale, and a stale flag would
+        turn every stop() into a no-op: the stacks are the truth (stop() is
+        rare, so walking them costs nothing that matters)."""
+        for frame in sys._current_frames().values():
+            while frame is not None:
+                if frame.f_code is _STEP_CODE and frame.f_locals.get("self") is self:
+                    return True
+                frame = frame.f_back
+        self._in_step = False
+        return False
 
     # ---- benchmark mode -----------------------------------------------------------
     def step_info(self, unit: Optional[str] = None) -> str:
@@ -646,6 +748,8 @@ class Profiler:
         """Carries out a transition's engine actions; returns the collected window if any."""
         result = None
         if transition.deliver:
+            if self._gpu_tracing:
+                _synchronize_gpu()
             self._collect_owed = True
             _window_listeners.notify_collect(self)  # still recording: integrations may close their events
         if transition.first is not None:
@@ -723,3 +827,7 @@ class Profiler:
         status = "started" if self._started else "stopped"
         mode = ", timer_only" if self.timer_only else ""
         return f"<profkit.Profiler {status} at step {self.step_num} ({self.current_state.name}){mode}>"
+
+
+# The code of Profiler.step, looked for on the stacks (Profiler._step_running).
+_STEP_CODE = Profiler.step.__code__

@@ -183,14 +183,27 @@ TEST(GpuProbe, ACuptiOfAnotherCudaMajorIsRefused) {
 
 TEST(GpuProbe, AnOlderCuptiOfTheSameMajorIsRefusedANewerOneAccepted) {
   ProbeInputs in = healthy();
-  in.compiled_cupti_version = 130001;
-  control<void (*)(uint32_t)>("fake_cupti_set_version")(130000);
+  in.compiled_cupti_version = 130100;  // CUDA 13.1 headers
+  control<void (*)(uint32_t)>("fake_cupti_set_version")(130001);
   GpuSupport s = probe_gpu_support(in);
   EXPECT_FALSE(s.available);
   EXPECT_NE(s.reason.find("older than the CUPTI headers"), std::string::npos) << s.reason;
-  control<void (*)(uint32_t)>("fake_cupti_set_version")(130002);
+  control<void (*)(uint32_t)>("fake_cupti_set_version")(130102);
   s = probe_gpu_support(in);
   EXPECT_TRUE(s.available) << s.reason;
+}
+
+TEST(GpuProbe, AnEarlierUpdateOfTheSameCudaMinorIsAccepted) {
+  // Built with CUDA 13.0 Update 1 headers (130001); PyTorch cu130 brings
+  // CUPTI 13.0 GA (130000): same record structs, so it must trace.
+  ProbeInputs in = healthy();
+  in.compiled_cupti_version = 130001;
+  control<void (*)(uint32_t)>("fake_cupti_set_version")(130000);
+  const GpuSupport s = probe_gpu_support(in);
+  EXPECT_TRUE(s.available) << s.reason;
+  EXPECT_EQ(profkit::cupti::cupti_version_problem(130000, 130001), "");
+  EXPECT_NE(profkit::cupti::cupti_version_problem(130099, 130100), "");
+  EXPECT_NE(profkit::cupti::cupti_version_problem(24, 26), "");  // CUDA 12.6 CUPTI, 12.8 headers
 }
 
 TEST(GpuProbe, PROFKIT_CUPTI_PATH_IsSearchedFirst) {

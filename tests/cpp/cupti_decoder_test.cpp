@@ -222,6 +222,36 @@ TEST(CuptiDecoder, RecordsWithoutTimestampsAreFlagged) {
   EXPECT_EQ(r->info.unattached_device_records, 1u);
 }
 
+TEST(CuptiDecoder, RecordsFlushedBeforeTheWorkEndedAreUntimedNotZeroLength) {
+  // A forced flush (end of a window) hands over a kernel still running with
+  // its end missing (0); a copy can come with an end before its start. Their
+  // durations are unknown: they must not read as GPU work that took no time.
+  SyntheticBuffer buf;
+  buf.add(api_record(kLaunchKernel, 1800, 1900, 8, kTid));
+  buf.add(kernel_record("_Z1kv", 2000, 0, 8));
+  buf.add(api_record(kMemcpyAsync, 2100, 2200, 9, kTid));
+  buf.add(memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 64, 2500, 2400, 9));
+  buf.add(kernel_record("_Z1kv", 3000, 4000, 10));  // a complete one, for contrast
+  ActivityStore store(profkit::cupti::api_display_name);
+  const DecodeStats stats = decode_buffer(buf.data(), buf.size(), synthetic_next_record, recording(), &store);
+  EXPECT_EQ(stats.incomplete, 2u);
+  EXPECT_EQ(stats.kept, 5u);
+  auto r = collect(store);
+  ASSERT_EQ(r->device_events.size(), 3u);
+  for (const pk_device_event& e : r->device_events) {
+    if (e.correlation_id == 10) {
+      EXPECT_EQ(e.flags, 0u);
+      EXPECT_EQ(e.end_ns - e.start_ns, 1000u);
+      continue;
+    }
+    EXPECT_EQ(e.flags, PK_DEVICE_EVENT_NO_TIMING) << e.correlation_id;
+    // Placed at the end of its launch call, like a record without timestamps.
+    EXPECT_EQ(e.start_ns, e.correlation_id == 8 ? 1900u : 2200u);
+    EXPECT_EQ(e.end_ns, e.start_ns);
+    EXPECT_NE(e.launch_event, PK_NO_EVENT);
+  }
+}
+
 TEST(CuptiDecoder, NothingIsKeptBeforeRecordingBegins) {
   SyntheticBuffer buf;
   buf.add(api_record(kLaunchKernel, 100, 200, 1, kTid));

@@ -276,6 +276,41 @@ int main(int argc, char** argv) {
     CHECK(t.device_count == 1, "%zu device events in the second session (expected the one after_kernel)",
           t.device_count);
   }
+  {
+    // Stopped while a kernel still runs (no cudaDeviceSynchronize, the usual
+    // PyTorch case): the forced flush hands its record over unfinished. It
+    // must be there once, and either timed or flagged untimed, never a
+    // kernel that took no time.
+    pk_set_state(PK_STATE_RECORD);
+    kernel_a<<<1, 32, 0, s1>>>(device_a, 32, 400'000'000LL);  // ~0.2 s
+    pk_set_state(PK_STATE_CLOSED);
+    Trace t(collect());
+    CUDA_OK(cudaDeviceSynchronize());
+    const pk_device_event* e = t.one("kernel_a");
+    if (e != nullptr) {
+      const bool untimed = (e->flags & PK_DEVICE_EVENT_NO_TIMING) != 0;
+      CHECK(untimed || e->end_ns > e->start_ns, "a kernel running at stop reads as %lld ns long, not untimed",
+            static_cast<long long>(e->end_ns - e->start_ns));
+      std::printf("kernel running at stop: %s\n", untimed ? "untimed" : "timed");
+    }
+  }
+  {
+    // Many start/stop sessions (each ends with cuptiFinalize): activity
+    // buffers CUPTI held at finalize must not pile up until every record is
+    // dropped.
+    for (int session = 0; session < 40; ++session) {
+      pk_set_state(PK_STATE_RECORD);
+      for (int i = 0; i < 4; ++i) after_kernel<<<1, 1, 0, i % 2 ? s1 : s2>>>(device_a);
+      CUDA_OK(cudaDeviceSynchronize());
+      pk_set_state(PK_STATE_CLOSED);
+      Trace t(collect());
+      CHECK(t.device_count == 4 && t.info.dropped_device_records == 0,
+            "session %d: %zu device events (expected 4), %llu dropped", session, t.device_count,
+            static_cast<unsigned long long>(t.info.dropped_device_records));
+      after_kernel<<<1, 1, 0, s1>>>(device_a);  // the CUDA call at whose exit CUPTI detaches
+      CUDA_OK(cudaDeviceSynchronize());
+    }
+  }
   pk_set_gpu_tracing(0);
 
   cudaStreamDestroy(s1);
