@@ -73,6 +73,21 @@ Column make_column(py::object owner, const T* (*accessor)(const pk_result*, size
 // a bad name never makes a whole trace unreadable from Python. NULL is "".
 py::str decode(const char* text);
 
+// Thread names in traces. The engine names a thread after the OS (the
+// process name, "python3", for every thread Python starts: CPython 3.11
+// does not pass threading.Thread names on), so a trace of many Python
+// threads would show one name on every lane. name_thread_in_window(window)
+// names the calling thread after its threading.Thread (its name, renames
+// included) the first time it records in each recording window; call it
+// with the GIL held, `window` nonzero. A thread named through
+// _C.set_thread_name keeps that name (note_thread_named() records it), as do
+// threads Python did not start (threading's dummy threads: their OS name,
+// given by whoever started them, says more) and the main thread while
+// threading calls it "MainThread". Never raises; a Python exception already
+// set is kept. Thread-safety: per-thread state only.
+void name_thread_in_window(uint32_t window);
+void note_thread_named();
+
 void bind_engine(py::module_& m);     // engine.cpp: recording, state, steps, config
 void bind_hot_calls(py::module_& m);  // hot_calls.cpp: step(), reader_time_ns(), is_recording()
 void bind_result(py::module_& m, py::class_<Result>& result);  // result.cpp: collect, load, Result

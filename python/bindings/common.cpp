@@ -1,3 +1,6 @@
+#include <Python.h>
+#include <pythread.h>
+
 #include <cstring>
 
 #include "binding.h"
@@ -5,6 +8,49 @@
 namespace profkit_py {
 
 namespace {
+
+// The recording window the calling thread was last named in (0: none yet).
+thread_local uint32_t t_named_in_window = 0;
+// Named by the program (_C.set_thread_name): never renamed here.
+thread_local bool t_named_by_program = false;
+
+// The name threading gives the calling thread, as UTF-8 (new reference to
+// the str in *name), when it is a thread Python started and not the main
+// thread under its default name; false otherwise. May leave an exception set.
+bool python_thread_name(PyObject** name) {
+  *name = nullptr;
+  PyObject* module_name = PyUnicode_FromString("threading");
+  if (module_name == nullptr) return false;
+  // Only an imported threading: a thread Python started imported it.
+  PyObject* threading = PyImport_GetModule(module_name);
+  Py_DECREF(module_name);
+  if (threading == nullptr) return false;
+  // threading._active, not threading.current_thread(): for a thread Python
+  // did not start, current_thread() would register a dummy Thread for it.
+  PyObject* active = PyObject_GetAttrString(threading, "_active");
+  PyObject* ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+  PyObject* current = nullptr;
+  if (active != nullptr && ident != nullptr && PyDict_Check(active)) {
+    current = PyDict_GetItemWithError(active, ident);  // borrowed
+    Py_XINCREF(current);
+  }
+  Py_XDECREF(ident);
+  Py_XDECREF(active);
+  PyObject* dummy = PyObject_GetAttrString(threading, "_DummyThread");
+  PyObject* main = PyObject_CallMethod(threading, "main_thread", nullptr);
+  bool named = false;
+  if (current != nullptr && dummy != nullptr && main != nullptr && PyObject_IsInstance(current, dummy) == 0) {
+    *name = PyObject_GetAttrString(current, "name");
+    named = *name != nullptr && PyUnicode_Check(*name) &&
+            !(current == main && PyUnicode_CompareWithASCIIString(*name, "MainThread") == 0);
+  }
+  Py_XDECREF(main);
+  Py_XDECREF(dummy);
+  Py_XDECREF(current);
+  Py_DECREF(threading);
+  if (!named) Py_CLEAR(*name);
+  return named;
+}
 
 // PyErr_SetString decodes the message as strict UTF-8: a message that quotes
 // a path or a name with bytes that are not UTF-8 would turn into a
@@ -84,6 +130,27 @@ py::str decode(const char* text) {
   PyObject* s = PyUnicode_DecodeUTF8(text, static_cast<Py_ssize_t>(std::strlen(text)), "replace");
   if (s == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(s);
+}
+
+void note_thread_named() { t_named_by_program = true; }
+
+void name_thread_in_window(uint32_t window) {
+  if (window == t_named_in_window) return;
+  // First: the Python code below may record (a Thread subclass's name
+  // property), which must not come back here.
+  t_named_in_window = window;
+  if (t_named_by_program) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* name = nullptr;
+  if (python_thread_name(&name)) {
+    const char* utf8 = PyUnicode_AsUTF8(name);
+    if (utf8 != nullptr) (void)pk_set_thread_name(utf8);
+  }
+  Py_XDECREF(name);
+  // Naming is best effort: it never disturbs the program.
+  PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
 }
 
 }  // namespace profkit_py

@@ -38,11 +38,23 @@ void bind_engine(py::module_& m) {
       "event_arg_str", [](pk_name_id key, const std::string& v) { pk_event_arg_str(key, v.c_str()); },
       py::arg("key_id"), py::arg("value"));
   m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
-  m.def("data_loading_begin", &pk_data_loading_begin, "Opens a data-loading range on this thread", py::arg("name_id"));
+  m.def(
+      "data_loading_begin",
+      [](pk_name_id name) {
+        const uint32_t window = pk_recording_word;
+        if (window != 0) name_thread_in_window(window);  // its Dataloader event's lane
+        pk_data_loading_begin(name);
+      },
+      "Opens a data-loading range on this thread", py::arg("name_id"));
   m.def("data_loading_end", &pk_data_loading_end, "Closes this thread's innermost data-loading range");
   m.def("data_loading_depth", &pk_data_loading_depth, "Data-loading ranges open on this thread");
   m.def(
-      "set_thread_name", [](const std::string& name) { check(pk_set_thread_name(name.c_str())); }, py::arg("name"));
+      "set_thread_name",
+      [](const std::string& name) {
+        check(pk_set_thread_name(name.c_str()));
+        note_thread_named();  // RecordEvent no longer names it after its threading.Thread
+      },
+      py::arg("name"));
   m.def("record_memory", &pk_record_memory, py::arg("device"), py::arg("address"), py::arg("bytes"),
         py::arg("total_allocated"), py::arg("total_reserved"));
 

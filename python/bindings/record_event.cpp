@@ -296,6 +296,7 @@ bool begin(RecordEventObject* self) {
   self->window = window;
   self->serial = 0;
   if (window != 0) {
+    name_thread_in_window(window);
     pk_begin_event_str(self->utf8, static_cast<pk_event_type>(self->type));
     self->serial = push_range(self->name, window);
   }
@@ -586,7 +587,8 @@ constexpr const char* kDoc =
     "Use it as a context manager (``with RecordEvent(\"load\"):``), call\n"
     "``begin()`` and ``end()``, or decorate a function (``@RecordEvent(\"load\")``:\n"
     "each call is a range). Outside a recording window they are no-ops that\n"
-    "cost tens of nanoseconds. Ranges nest; each thread keeps its own nesting.\n"
+    "cost tens of nanoseconds. Ranges nest; each thread keeps its own nesting,\n"
+    "and its lane in traces is named after its threading.Thread name.\n"
     "A range that ends while one begun after it on the same thread is still\n"
     "open (interleaved asyncio tasks) warns, and is recorded as ending with it.\n\n"
     "One object marks one range at a time: ``begin()`` twice without ``end()``,\n"

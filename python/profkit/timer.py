@@ -18,7 +18,9 @@ folded into exact running totals (a week at 50 steps/s would otherwise keep
 ~1.7 GB of per-step figures).
 
 Thread-safety: a StepTimer belongs to the thread that drives its Profiler.
-Data loading may be marked on any thread; all of it counts. ``start()``
+Reader cost is the data loading marked on the thread that calls ``step()``
+(what the loop waited for); loading marked on other threads (a prefetcher)
+overlaps the loop and is not counted. ``start()``
 may run on another thread than the loop that steps: the first step then
 counts no reader cost, since the two threads' reader totals cannot be
 subtracted (the steps after it are marked on the stepping thread).
@@ -229,7 +231,6 @@ class StepTimer:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
         reader_total = reader_time_ns()
-        self._batch_ns.append(now - self._step_start)
         reader = reader_total - self._reader_mark
         if self._reader_thread is not None:
             # The first step since restart_step(): reader totals are per
@@ -238,8 +239,18 @@ class StepTimer:
             if self._reader_thread != threading.get_ident():
                 reader = 0
             self._reader_thread = None
-        self._reader_ns.append(reader)
-        self._samples.append(num_samples)
+        # The three lists hold one entry per step: an exception between the
+        # appends (a Ctrl-C's KeyboardInterrupt lands between any two
+        # bytecodes) would leave them of different lengths, and every later
+        # step_info() and the Perf Summary at stop() would then raise.
+        steps = len(self._batch_ns)
+        try:
+            self._batch_ns.append(now - self._step_start)
+            self._reader_ns.append(reader)
+            self._samples.append(num_samples)
+        except BaseException:
+            del self._batch_ns[steps:], self._reader_ns[steps:], self._samples[steps:]
+            raise
         self._reader_mark = reader_total
         self._step_start = now
         if len(self._batch_ns) >= _FOLD_STEPS:
