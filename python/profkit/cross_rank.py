@@ -302,14 +302,18 @@ def cross_rank_summary(
             "cross_rank_summary: sources must be a list of traces, one per rank (.pktrace paths or results), "
             f"not {type(sources).__name__}; for one trace, pass [trace]"
         )
-    loaded = [_as_result(s) for s in sources]
-    if names is not None and len(names) != len(loaded):
-        raise ValueError(f"cross_rank_summary: {len(names)} names for {len(loaded)} sources")
+    sources = list(sources)
+    if names is not None and len(names) != len(sources):
+        raise ValueError(f"cross_rank_summary: {len(names)} names for {len(sources)} sources")
     figures = []
-    for index, (result, path) in enumerate(loaded):
+    for index, source in enumerate(sources):
+        # One trace in memory at a time: a job's ranks together can be far
+        # more than the machine holds (64 ranks of 1 GB each).
+        result, path = _as_result(source)
         given = names[index] if names is not None else None
         name = given if given is not None else _default_name(result.info(), path, index)
         figures.append(rank_figures(result, name, path))
+        del result
     _warn_duplicate_ranks(figures)
     figures.sort(key=lambda r: (r.rank < 0, r.rank if r.rank >= 0 else 0))
     slowest, fastest = _slowest_and_fastest(figures)

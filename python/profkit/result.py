@@ -80,18 +80,51 @@ EVENT_ARG_DTYPE = np.dtype([("event", "<i8"), ("key", object), ("value", object)
 _TYPE_NAMES = [t.name for t in TracerEventType]
 
 
+# Up to this many nesting levels, _parents makes one pass per level.
+_LEVELS_PER_PASS = 8
+
+
 def _parents(depth: np.ndarray, thread_first: np.ndarray) -> np.ndarray:
     """Index of each event's parent (-1 for none), as the C ABI's pk_result_parent.
 
     The parent is the nearest earlier event of the same thread one or more
     levels up (events are sorted by start, enclosing events first).
-    Vectorized per depth level: nesting is shallow in practice.
     """
     n = len(depth)
     parent = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return parent
-    index = np.arange(n, dtype=np.int64)
+    # A vectorized pass per level is fastest for shallow nesting, but it is
+    # O(n * levels): seconds per million events at the 256 levels a deep call
+    # stack reaches. Past a few levels, and as long as depth rises by at most
+    # one from an event to the next (as the builder lays events out and the
+    # loader checks), the nearest earlier event of a smaller depth is the last
+    # earlier event one level up: one sort by (depth, index) and one binary
+    # search per event, O(n log n) however deep the nesting.
+    levels = int(np.count_nonzero(np.bincount(depth)))
+    if levels <= _LEVELS_PER_PASS or np.any(np.diff(depth.astype(np.int16)) > 1):
+        return _parents_by_level(depth, thread_first, parent)
+    keys = depth.astype(np.int64)  # becomes depth * n + index, sorted
+    keys *= n
+    keys += np.arange(n, dtype=np.int64)
+    keys.sort()
+    child = np.flatnonzero(depth)
+    level_start = depth[child].astype(np.int64)  # becomes (depth - 1) * n: where the level above starts
+    level_start -= 1
+    level_start *= n
+    pos = np.searchsorted(keys, level_start + child)
+    pos -= 1
+    found_key = keys[np.maximum(pos, 0)]
+    ok = (pos >= 0) & (found_key >= level_start)
+    found = found_key % n
+    ok &= found >= thread_first[child]
+    parent[child] = np.where(ok, found, -1)
+    return parent
+
+
+def _parents_by_level(depth: np.ndarray, thread_first: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """_parents by one vectorized pass per depth level (any depths)."""
+    index = np.arange(len(depth), dtype=np.int64)
     for d in np.unique(depth):
         if d == 0:
             continue
@@ -278,8 +311,11 @@ class ProfilerResult:
 
         Other ProfileStep-type events (a user's ``RecordEvent("ProfileStep#warmup",
         TracerEventType.ProfileStep)``) are not steps and are left out."""
-        ev = self.events
-        names = ev["name"][ev["type"] == int(TracerEventType.ProfileStep)]
+        # From the raw records, decoding only the steps' names: .events would
+        # decode every event (seconds and GBs for tens of millions of them).
+        raw = self.host_events
+        strings = self.strings
+        names = [strings[i] for i in raw["name"][raw["type"] == int(TracerEventType.ProfileStep)]]
         prefix = "ProfileStep#"
         # isdecimal() and isascii(): int() would take " 3", "+3", "3_0" or "٣" too.
         return sorted(
