@@ -427,10 +427,10 @@ def test_torch_compile_compiles_inside_a_window_as_without_profkit(pk_torch, bac
         compiled(torch.randn(4, 8)).sum().backward()  # compiles here
         prof.step()
         compiled(torch.randn(7, 8)).sum().backward()  # recompiles here
-    # The call that compiled is a Forward event. (torch's FX tracing, part of
-    # compiling, puts nn.Module.__call__ back when it is done: later calls of
-    # that window may go without one; the next window wraps it again.)
-    assert names_of_type(events_of(prof), FORWARD)[0] == "OptimizedModule.forward"
+    # Both calls are Forward events: torch's FX tracing, part of compiling,
+    # puts back the nn.Module.__call__ it found, and the wrapper reinstalls
+    # itself (see test_torch_models.py).
+    assert names_of_type(events_of(prof), FORWARD) == ["OptimizedModule.forward"] * 2
     if backend == "native":  # the fallback sees no RecordFunction ranges
         assert any(name.startswith("Torch-Compiled Region") for name in set(events_of(prof)["name"]))
     graphs = counters["stats"]["unique_graphs"]

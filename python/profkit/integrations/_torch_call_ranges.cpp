@@ -47,6 +47,37 @@ struct CallRange {
   pk_name_id name;    // BACKWARD, DATA_LOADING: the range's name
 };
 
+// The FORWARD range that must stay installed as g_home_owner.__call__ while a
+// window records (set through its `home` attribute; both strong references,
+// nullptr when none). torch's FX tracing -- which every torch.compile
+// backend but "eager" runs while compiling, and torch.fx.symbolic_trace --
+// saves `getattr(nn.Module, "__call__")`, patches it, and sets the saved
+// value back when done. Looked up on the class, the range reads as the
+// callable it wraps (see get() below), so what FX sets back is torch's own
+// __call__: every later module call of the window went without a Forward
+// event. With the default single window (no scheduler), the compile in the
+// first step lost the Forward of the whole run. So after each top-level
+// module call, backward and batch fetched in a window, a __call__ put back
+// to exactly the one this range wraps is replaced by the range again
+// (anything else there is someone else's wrapper and is left alone).
+CallRange* g_home_range = nullptr;
+PyObject* g_home_owner = nullptr;
+PyObject* g_call_name = nullptr;  // "__call__", interned
+
+// With the GIL held, inside a window, after a call that returned normally
+// (no exception set).
+void keep_forward_installed() {
+  if (g_home_range == nullptr || g_home_range->wrapped == nullptr) return;
+  PyObject* dict = reinterpret_cast<PyTypeObject*>(g_home_owner)->tp_dict;
+  PyObject* current = dict == nullptr ? nullptr : PyDict_GetItemWithError(dict, g_call_name);  // borrowed
+  if (current == g_home_range->wrapped) {
+    // Through setattr, not the dict: the type's call slot and method cache follow.
+    if (PyObject_SetAttr(g_home_owner, g_call_name, reinterpret_cast<PyObject*>(g_home_range)) < 0) PyErr_Clear();
+  } else if (current == nullptr) {
+    PyErr_Clear();
+  }
+}
+
 // "<ModuleClass>.forward": tp_name is the class name for classes defined in
 // Python (every nn.Module). Built with two copies, not snprintf: this runs on
 // every top-level module call, when printf's large code is cold (callgrind:
@@ -81,6 +112,7 @@ PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf,
   PyObject* result = PyObject_Vectorcall(wrapped, args, nargsf, kwnames);
   t_forward_depth = 0;
   if (window != 0 && window == pk_recording_word) pk_end_event();
+  if (result != nullptr && pk_recording_word != 0) keep_forward_installed();  // a compile happens in a call
   return result;
 }
 
@@ -90,6 +122,7 @@ PyObject* call_backward(PyObject* callable, PyObject* const* args, size_t nargsf
   if (window != 0) pk_begin_event(self->name, PK_EVENT_BACKWARD);
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   if (window != 0 && window == pk_recording_word) pk_end_event();
+  if (result != nullptr && pk_recording_word != 0) keep_forward_installed();  // a compiled step's own backward
   return result;
 }
 
@@ -98,6 +131,7 @@ PyObject* call_data_loading(PyObject* callable, PyObject* const* args, size_t na
   pk_data_loading_begin(self->name);
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   pk_data_loading_end();
+  if (result != nullptr && pk_recording_word != 0) keep_forward_installed();  // once per batch of any loop
   return result;
 }
 
@@ -215,8 +249,48 @@ PyObject* get_wrapped(PyObject* self, void*) {
   return wrapped;
 }
 
+PyObject* get_home(PyObject* self, void*) {
+  PyObject* home = reinterpret_cast<PyObject*>(g_home_range) == self ? g_home_owner : Py_None;
+  Py_INCREF(home);
+  return home;
+}
+
+// `range.home = cls`: keep this FORWARD range installed as cls.__call__ while
+// windows record (see g_home_range); `range.home = None`: stop (only if it is
+// this range's). Set by the integration as it installs and removes the range.
+int set_home(PyObject* self, PyObject* value, void*) {
+  auto* range = reinterpret_cast<CallRange*>(self);
+  if (value == nullptr || value == Py_None) {
+    if (g_home_range == range) {
+      Py_CLEAR(g_home_owner);
+      g_home_range = nullptr;
+      Py_DECREF(self);
+    }
+    return 0;
+  }
+  if (!PyType_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "CallRange.home: expected a class or None, got %R", value);
+    return -1;
+  }
+  if (range->vectorcall != call_forward) {
+    PyErr_SetString(PyExc_ValueError, "CallRange.home: only a FORWARD range has a home");
+    return -1;
+  }
+  Py_INCREF(self);
+  Py_INCREF(value);
+  CallRange* old_range = g_home_range;
+  PyObject* old_owner = g_home_owner;
+  g_home_range = range;
+  g_home_owner = value;
+  Py_XDECREF(old_owner);
+  Py_XDECREF(reinterpret_cast<PyObject*>(old_range));
+  return 0;
+}
+
 PyGetSetDef kGetSet[] = {
     {"__wrapped__", get_wrapped, nullptr, "the callable of torch's this wraps", nullptr},
+    {"home", get_home, set_home,
+     "the class this FORWARD range is kept installed on as __call__ while windows record, or None", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -263,6 +337,10 @@ bool add_call_range_type(PyObject* module) {
     g_graph_task_id = PyObject_GetAttrString(torch_c, "_current_graph_task_id");  // kept for the process
     Py_DECREF(torch_c);
     if (g_graph_task_id == nullptr) PyErr_Clear();
+  }
+  if (g_call_name == nullptr) {
+    g_call_name = PyUnicode_InternFromString("__call__");  // kept for the process
+    if (g_call_name == nullptr) return false;
   }
   PyObject* type = PyType_FromSpec(&kSpec);
   if (type == nullptr) return false;

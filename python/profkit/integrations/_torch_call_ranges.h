@@ -7,7 +7,10 @@
 //                 and so do calls during a backward pass or inside any
 //                 data-loading range on the same thread (pk_data_loading_depth:
 //                 this DATA_LOADING, profkit.dataloader_range(), a
-//                 framework's): they belong to those events.
+//                 framework's): they belong to those events. Its `home`
+//                 attribute (set while a window records) makes it put itself
+//                 back on that class when torch's FX tracing has restored
+//                 torch's own __call__ over it.
 //   BACKWARD      torch.autograd.backward: each call is a Backward event.
 //   DATA_LOADING  _BaseDataLoaderIter.__next__: each call is a data-loading
 //                 range (pk_data_loading_begin/end): a Dataloader event while
@@ -15,7 +18,8 @@
 //
 // Thread-safety: called with the GIL held; the Forward nesting depth (and
 // the engine's data-loading depth) are per thread. Ownership: a wrapper holds a strong
-// reference to the callable it wraps.
+// reference to the callable it wraps; the module holds strong references
+// to the range with a `home` and to that class until `home` is set to None.
 #pragma once
 
 #include <Python.h>

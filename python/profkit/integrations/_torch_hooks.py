@@ -117,11 +117,6 @@ class PythonHooks:
     def installed(self) -> bool:
         return self._installed
 
-    @property
-    def forward_on(self) -> bool:
-        """Whether nn.Module calls are being wrapped now (only inside windows)."""
-        return self._forward_on
-
     # ---- lifecycle --------------------------------------------------------------
     def install(self) -> None:
         if self._installed:
@@ -157,6 +152,11 @@ class PythonHooks:
         original = inspect.getattr_static(module_class, "__call__")
         if self._native is not None:
             wrapper = self._native.CallRange(original, self._native.FORWARD)
+            # torch's FX tracing (torch.compile compiling, symbolic_trace)
+            # puts back `getattr(nn.Module, "__call__")`, which for the C
+            # wrapper reads as torch's own: the wrapper reinstalls itself at
+            # its next chance in the window (see _torch_call_ranges.cpp).
+            wrapper.home = module_class
         else:
             wrapper = self._python_module_call(original)
         module_class.__call__ = wrapper
@@ -180,8 +180,13 @@ class PythonHooks:
             # backward pass (checkpointing's recomputed forward) is part of
             # Backward, and one called while a batch is fetched (in any
             # data-loading range on the thread) is part of Dataloader, not a
-            # Forward of its own.
-            if local.forward_depth or data_loading_depth() or is_compiling() or graph_task_id() != -1:
+            # Forward of its own. is_compiling() comes first: a model
+            # compiled inside a window keeps this wrapper as the function
+            # Dynamo traces (OptimizedModule binds `module.__call__` when
+            # made), and Dynamo cannot trace the engine's C function after
+            # it (a graph break; an error with fullgraph=True) once a call
+            # reaches it outside the wrapper, after the window.
+            if is_compiling() or local.forward_depth or data_loading_depth() or graph_task_id() != -1:
                 return original(module, *args, **kwargs)
             local.forward_depth = 1
             try:
@@ -196,6 +201,8 @@ class PythonHooks:
         if not self._forward_on:
             return
         module_class = self._torch.nn.Module
+        if self._native is not None:
+            self._module_call.home = None
         if module_class.__dict__.get("__call__") is self._module_call:
             module_class.__call__ = self._module_call_original
         # else: someone wrapped it after us; ours stays beneath theirs and keeps

@@ -64,7 +64,11 @@ _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
 # own functions are direct rather than through the PLT; -fno-plt: its calls
 # into libprofkit (pk_begin_event/pk_end_event on every operator) and torch
 # jump through the GOT without a PLT stub, one code line fewer per call.
-_CFLAGS = ["-O2", "-DNDEBUG", "-fvisibility=hidden", "-fno-plt"]
+_CFLAGS = ["-O2", "-DNDEBUG", "-fvisibility=hidden", "-fno-plt", "-Wall", "-Wextra", "-Wshadow"]
+if os.environ.get("PROFKIT_TORCH_HOOK_WERROR"):
+    # scripts/test.sh sets it: the hook is built at run time, so this is
+    # where CI holds it to warnings as errors like the rest of the C++.
+    _CFLAGS.append("-Werror")
 if platform.machine() in ("x86_64", "AMD64"):
     # TLS descriptors, as libprofkit.so itself uses: the hook's per-thread
     # table of names built per call is read tens of times per training step,
