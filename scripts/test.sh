@@ -18,6 +18,8 @@ python3 -m pip install -q torch==2.13.0 ".[test]"
 # The native PyTorch hook is built once per checkout for the benchmark smoke
 # runs (the Python tests build their own, into a fresh directory).
 export PROFKIT_CACHE_DIR="$PWD/build/profkit_cache"
+# The hook is compiled at run time; here its warnings are errors too.
+export PROFKIT_TORCH_HOOK_WERROR=1
 
 step "build (warnings are errors)"
 cmake -S . -B build/ci -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROFKIT_WERROR=ON >/dev/null
@@ -60,7 +62,7 @@ python3 benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --worklo
 echo "ok  benchmarks/python/vs_torch_profiler.py --profile-memory"
 
 step "clang-format"
-git ls-files '*.c' '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
+git ls-files '*.c' '*.cpp' '*.h' '*.cu' | xargs clang-format --dry-run --Werror
 echo "clang-format: clean"
 
 step "all checks passed"

@@ -5,7 +5,8 @@ run to run (see BENCHMARKS.md, "PyTorch"), more than most changes to
 profkit's hot path. Instruction counts do not: this script runs the same
 PyTorch loop as vs_torch_profiler.py under valgrind's callgrind, once per
 configuration, and counts the instructions (and, with --cache-sim, the
-simulated L1 misses) of the measured steps only:
+simulated L1 misses; with --branch-sim, the simulated branch
+mispredictions) of the measured steps only:
 
 - baseline: no profiler;
 - clock callback: RecordFunction callbacks that only read the clock (what
@@ -152,6 +153,7 @@ def count(config, args, toggle, out_dir):
         "--instr-atstart=no",
         f"--callgrind-out-file={dump}",
         *(["--cache-sim=yes"] if args.cache_sim else []),
+        *(["--branch-sim=yes"] if args.branch_sim else []),
         sys.executable,
         os.path.abspath(__file__),
         "--child",
@@ -181,6 +183,7 @@ def main():
     parser.add_argument("--workload", choices=("ops", "mlp", "cnn"), default="mlp")
     parser.add_argument("--steps", type=int, default=10, help="measured steps per configuration")
     parser.add_argument("--cache-sim", action="store_true", help="also simulate L1/LL caches (slower)")
+    parser.add_argument("--branch-sim", action="store_true", help="also simulate branch prediction (slower)")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--smoke", action="store_true", help="check the tools and count the baseline's one step only")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -241,6 +244,13 @@ def main():
             ]
             print("  profkit above the clock-only callback, per event: "
                   + ", ".join(f"{k} {v:+.1f}" for k, v in zip(kinds, above)))
+    if args.branch_sim:
+        # Simulated mispredictions: Bcm conditional, Bim indirect branches.
+        print("  branch mispredictions added per step (simulated): Bcm Bim")
+        base_step = results["baseline"]["per_step"]
+        for config in CONFIGS[1:]:
+            per_step = results[config]["per_step"]
+            print(f"  {config:15s} " + " ".join(f"{per_step[k] - base_step[k]:+10,.0f}" for k in ("Bcm", "Bim")))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workload": args.workload, "steps": args.steps, "results": results, "ratio": ratio}, f, indent=2)

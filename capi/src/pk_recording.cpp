@@ -19,8 +19,9 @@ using profkit::ThreadBuffer;
 namespace {
 
 // An event type as a record's byte. A C caller may pass any int: values
-// that are no type (negative ones too) become 255, which collect files under
-// UserDefined, rather than wrapping onto some real type.
+// above 255 (negative ones too) are clamped to 255 rather than wrapping onto
+// some real type; ResultBuilder::add_event files every value at or above
+// PK_EVENT_TYPE_COUNT under UserDefined.
 PK_ALWAYS_INLINE uint8_t record_type(const pk_event_type& type) noexcept {
   const auto raw = static_cast<uint32_t>(profkit::raw_enum(type));
   return static_cast<uint8_t>(raw > 255u ? 255u : raw);

@@ -27,7 +27,9 @@ const T* column_data(const pk_result* r, const profkit::Column<T> profkit::Resul
 
 void require_result(const pk_result* r, const char* function) {
   if (r == nullptr || r->impl == nullptr) {
-    throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": the result is NULL");
+    throw profkit::Error(
+        PK_ERR_INVALID_ARGUMENT,
+        std::string(function) + ": the result is NULL; pass the pk_result that pk_collect or pk_result_load returned");
   }
 }
 

@@ -13,6 +13,15 @@
 using profkit::guarded;
 using profkit::require;
 
+// The engine's option enums carry the C ABI's values unchanged: the options
+// cross from the ABI as plain ints, so the two lists must never drift apart.
+static_assert(static_cast<int>(profkit::SortKey::kGpuMin) == PK_SORT_GPU_MIN &&
+              profkit::kSortKeyCount == PK_SORT_GPU_MIN + 1);
+static_assert(static_cast<int>(profkit::SummaryView::kUserDefined) == PK_VIEW_USER_DEFINED &&
+              profkit::kSummaryViewCount == PK_SUMMARY_VIEW_COUNT);
+static_assert(static_cast<int>(profkit::TimeUnit::kNanoseconds) == PK_TIME_UNIT_NS &&
+              profkit::kTimeUnitCount == PK_TIME_UNIT_NS + 1);
+
 namespace {
 
 pk_summary_options defaults() {
@@ -58,7 +67,9 @@ pk_status summarize(const char* function, const pk_result* r, const pk_summary_o
     *out = nullptr;
     if (out_length != nullptr) *out_length = 0;
     if (r == nullptr || r->impl == nullptr) {
-      throw profkit::Error(PK_ERR_INVALID_ARGUMENT, std::string(function) + ": the result is NULL");
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT,
+                           std::string(function) +
+                               ": the result is NULL; pass the pk_result that pk_collect or pk_result_load returned");
     }
     const profkit::SummaryOptions o = read_options(options, function);
     hand_out(render(profkit::compute_summary(*r->impl, o)), out, out_length);

@@ -2,7 +2,9 @@
 // that names what failed and what to do), caught at the C ABI, and kept per
 // thread for pk_last_error() and pk_last_error_errno().
 //
-// Thread-safety: the last-error slot is thread-local.
+// Thread-safety: the last-error slot is thread-local. It may be set and read
+// at any point of a thread's life, from its thread_local destructors and, on
+// the main thread, from static destructors and atexit handlers too.
 #pragma once
 
 #include <stdexcept>
@@ -37,6 +39,5 @@ std::string errno_message(const std::string& what, int errnum);
 void set_last_error(const char* message, int os_errno = 0) noexcept;
 const char* last_error() noexcept;
 int last_error_errno() noexcept;
-void clear_last_error() noexcept;
 
 }  // namespace profkit

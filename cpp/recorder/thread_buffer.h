@@ -1,5 +1,6 @@
 // ThreadBuffer: one recording thread's open-event stack and record chunks,
-// plus the inline hot path (record_begin / record_end / ...).
+// plus the inline hot path (try_begin / try_end, and begin / end / instant
+// for the general case).
 //
 // Thread-safety: the fields marked "owner" are touched only by the thread the
 // buffer belongs to; the collector reads chunks through the protocol in

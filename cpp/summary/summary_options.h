@@ -3,7 +3,8 @@
 // values of the enums are the ones the C ABI and Python's SortedKeys /
 // SummaryView use; they never change.
 //
-// Thread-safety: plain values; validate() and the name functions are pure.
+// Thread-safety: plain values; make_summary_options() throws on invalid
+// input; the name functions are pure.
 #pragma once
 
 #include <cstdint>

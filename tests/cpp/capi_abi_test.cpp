@@ -1,11 +1,16 @@
 // The C ABI's fixed facts: the frozen record layouts are the sizes the header
-// states, and a failed system call's errno reaches callers through
-// pk_last_error_errno() (1.14) beside pk_last_error(), per thread.
+// states, a failed system call's errno reaches callers through
+// pk_last_error_errno() (1.14) beside pk_last_error(), per thread, and a
+// failure is reported safely however late in a thread's or the process's
+// life it happens.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -100,6 +105,66 @@ TEST_F(CapiErrnoTest, TheErrnoIsPerThread) {
   EXPECT_EQ(other_before, 0);
   EXPECT_EQ(other_after, ENOENT);
   EXPECT_EQ(pk_last_error_errno(), EISDIR);  // untouched by the other thread
+}
+
+// A failing call reports its error even from a thread's exit handlers or the
+// process's: frameworks end ranges, save traces and name threads from
+// thread_local and static destructors. The error slot was a thread_local
+// std::string, destroyed with the thread's thread_locals (for the main
+// thread, at exit() before static destructors and atexit handlers), and a
+// failure after that wrote into freed memory: glibc aborted the process.
+// Each scenario runs in a child process whose exit code says whether the
+// late failure was reported with its own message (0) -- a crash is a signal.
+
+// The failure a late caller makes: loading a file that does not exist, with a
+// path long enough that its message needs a heap buffer of its own.
+bool late_failure_is_reported(const char* path) {
+  pk_result* out = nullptr;
+  if (pk_result_load(path, &out) != PK_ERR_NOT_FOUND || out != nullptr) return false;
+  return std::strstr(pk_last_error(), path) != nullptr && pk_last_error_errno() == ENOENT;
+}
+
+constexpr const char* kLatePath =
+    "/nonexistent/a framework saving its trace from a destructor, long enough for the heap.pktrace";
+
+// Constructed before the thread's first failure, so destroyed after the
+// library's error slot (thread_locals are destroyed in reverse order).
+struct FailsWhenDestroyed {
+  bool* reported;
+  ~FailsWhenDestroyed() { *reported = late_failure_is_reported(kLatePath); }
+};
+
+TEST(CapiLastErrorTest, AFailureInAThreadLocalDestructorAfterTheErrorSlotIsGoneIsReported) {
+  EXPECT_EXIT(
+      {
+        bool reported = false;
+        std::thread worker([&] {
+          thread_local FailsWhenDestroyed late{&reported};
+          (void)late;
+          pk_result* out = nullptr;
+          pk_result_load("/nonexistent/the thread's first failure, before it exits.pktrace", &out);
+        });
+        worker.join();
+        // The worker's exit handlers ran; a second thread reuses the freed
+        // memory the first one would have scribbled on.
+        bool again = false;
+        std::thread([&] { again = late_failure_is_reported(kLatePath); }).join();
+        std::exit(reported && again ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(CapiLastErrorTest, AFailureInAnAtexitHandlerAfterTheMainThreadsSlotIsGoneIsReported) {
+  EXPECT_EXIT(
+      {
+        pk_result* out = nullptr;
+        // This thread's slot exists, with a message in a heap buffer.
+        pk_result_load("/nonexistent/the main thread's first failure, a long message.pktrace", &out);
+        // exit() destroys the thread's thread_locals, then runs this.
+        std::atexit([] { _exit(late_failure_is_reported(kLatePath) ? 0 : 1); });
+        std::exit(2);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

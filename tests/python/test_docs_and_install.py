@@ -143,3 +143,15 @@ def test_installed_package_ships_what_a_c_user_and_a_type_checker_need():
         os.path.join(root, "_C.pyi"),
     ):
         assert os.path.isfile(path), path
+
+
+def test_the_abi_changelog_heads_with_the_headers_version_and_the_library_reports_it():
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "capi", "include", "profkit", "profkit.h"), encoding="utf-8") as f:
+        header = f.read()
+    major = int(re.search(r"#define PK_API_VERSION_MAJOR (\d+)", header).group(1))
+    minor = int(re.search(r"#define PK_API_VERSION_MINOR (\d+)", header).group(1))
+    with open(os.path.join(root, "capi", "CHANGELOG.md"), encoding="utf-8") as f:
+        newest = re.search(r"^## (\d+)\.(\d+)\b", f.read(), re.MULTILINE)
+    assert (int(newest.group(1)), int(newest.group(2))) == (major, minor), "a version bump needs its CHANGELOG entry"
+    assert profkit._C.api_version() == (major << 16) | minor  # the installed library is this header's

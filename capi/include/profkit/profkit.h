@@ -19,6 +19,13 @@
  *   - record structs without struct_size (pk_host_event and friends) are frozen
  *     layouts; they never change within major 1.
  *   Every bump is listed in capi/CHANGELOG.md.
+ *   A program built against a newer minor that must also run on an older
+ *   library checks pk_api_version() before calling a function marked
+ *   "since 1.x", and zeroes any struct whose newer fields it reads (an older
+ *   library leaves fields it does not know as the caller set them). Under
+ *   immediate binding (-Wl,-z,now, LD_BIND_NOW) a missing function fails at
+ *   load time instead: declare such functions weak (#pragma weak) or look
+ *   them up with dlsym.
  *
  * ERRORS
  *   No C++ exception ever crosses this boundary. Functions that can fail return a
@@ -31,6 +38,12 @@
  *   Every function is safe to call from any thread unless its comment says
  *   otherwise. Begin/end pairs belong to the thread that made them and nest
  *   last-in-first-out on that thread.
+ *
+ * SIGNALS
+ *   No function is async-signal-safe except reading PK_IS_RECORDING() and
+ *   pk_now_ns(). A signal handler that records can interrupt the same
+ *   thread's recording and corrupt its buffer (a crash at the next
+ *   pk_collect), and a thread's first record allocates.
  *
  * OWNERSHIP
  *   Pointers passed in are borrowed for the duration of the call. A pk_result*
@@ -66,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 14
+#define PK_API_VERSION_MINOR 15
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -290,7 +303,7 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
  * pk_collect. */
 PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
 
-/* Called after every state change with the old and the new state. Frameworks
+/* (since 1.3) Called after every state change with the old and the new state. Frameworks
  * use it to arm costly hooks only while recording (a listener added while the
  * state is not CLOSED is called at once with (PK_STATE_CLOSED, current state),
  * so every listener sees a sequence of transitions that starts from CLOSED).
@@ -300,11 +313,11 @@ PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
  * 1.12 fork() waits for the engine's locks; that would deadlock). */
 typedef void (*pk_state_listener)(pk_state from, pk_state to, void* user_data);
 
-/* Registers `listener` (with `user_data`, passed back unchanged) and stores a
- * handle for pk_remove_state_listener in *handle. Thread-safe. */
+/* (since 1.3) Registers `listener` (with `user_data`, passed back unchanged)
+ * and stores a handle for pk_remove_state_listener in *handle. Thread-safe. */
 PK_API pk_status pk_add_state_listener(pk_state_listener listener, void* user_data, uint64_t* handle) PK_NOEXCEPT;
 
-/* Unregisters a listener; after it returns the listener is not running and
+/* (since 1.3) Unregisters a listener; after it returns the listener is not running and
  * will not be called again. An unknown handle is PK_ERR_INVALID_ARGUMENT.
  * Thread-safe. */
 PK_API pk_status pk_remove_state_listener(uint64_t handle) PK_NOEXCEPT;
@@ -678,7 +691,8 @@ typedef enum pk_sort_key {
   PK_SORT_GPU_TOTAL = 4,
   PK_SORT_GPU_AVG = 5,
   PK_SORT_GPU_MAX = 6,
-  PK_SORT_GPU_MIN = 7
+  PK_SORT_GPU_MIN = 7,
+  PK_SORT_KEY_MAX_ENUM = 0x7FFFFFFF /* not a key: keeps the enum 32 bits wide (since 1.15) */
 } pk_sort_key;
 
 /* The tables. Values match Python's SummaryView; select them in
@@ -692,7 +706,8 @@ typedef enum pk_summary_view {
   PK_VIEW_OPERATOR = 5,
   PK_VIEW_MEMORY = 6,
   PK_VIEW_MEMORY_MANIPULATION = 7,
-  PK_VIEW_USER_DEFINED = 8
+  PK_VIEW_USER_DEFINED = 8,
+  PK_VIEW_MAX_ENUM = 0x7FFFFFFF /* not a view: keeps the enum 32 bits wide (since 1.15) */
 } pk_summary_view;
 #define PK_SUMMARY_VIEW_COUNT 9
 #define PK_VIEW_BIT(view) (1u << (unsigned)(view))
@@ -701,7 +716,8 @@ typedef enum pk_time_unit {
   PK_TIME_UNIT_S = 0,
   PK_TIME_UNIT_MS = 1,
   PK_TIME_UNIT_US = 2,
-  PK_TIME_UNIT_NS = 3
+  PK_TIME_UNIT_NS = 3,
+  PK_TIME_UNIT_MAX_ENUM = 0x7FFFFFFF /* not a unit: keeps the enum 32 bits wide (since 1.15) */
 } pk_time_unit;
 
 typedef struct pk_summary_options {
