@@ -1,6 +1,8 @@
 // Recording entry points of the C ABI: names, the hot path, state and steps,
 // configuration. The hot-path functions are thin wrappers over the inline
 // ThreadBuffer methods; everything else goes through guarded().
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "capi_guard.h"
@@ -190,7 +192,11 @@ PK_API pk_status pk_step_end(uint64_t num_samples) noexcept {
 PK_API uint64_t pk_current_step(void) noexcept {
   uint64_t step = 0;
   guarded("pk_current_step", [&] { step = profkit::Recorder::instance().current_step(); });
-  return step;
+  // Once ProfileStep#INT64_MAX has ended, the recorder's next number is
+  // INT64_MAX + 1, a step that never begins (pk_step refuses it): reported as
+  // such it reads as INT64_MIN in signed 64-bit readers, which step numbers
+  // are kept within since 1.13. The last step there is stays the answer.
+  return std::min<uint64_t>(step, static_cast<uint64_t>(INT64_MAX));
 }
 
 PK_API pk_status pk_set_memory_cap(uint64_t bytes) noexcept {

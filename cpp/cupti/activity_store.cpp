@@ -134,97 +134,159 @@ void ActivityStore::clear() {
   *this = std::move(fresh);
 }
 
+// API calls that start inside a window, as (correlation id, index in
+// calls_), sorted so that a GPU record finds its launch by binary search and
+// the calls sharing a correlation id are neighbours.
+class ActivityStore::KeptCalls {
+ public:
+  KeptCalls(const std::vector<ApiCall>& calls, std::vector<std::pair<uint32_t, uint32_t>> kept)
+      : calls_(calls), kept_(std::move(kept)) {
+    std::sort(kept_.begin(), kept_.end());
+  }
+
+  size_t size() const noexcept { return kept_.size(); }
+  const ApiCall& operator[](size_t position) const { return calls_[kept_[position].second]; }
+
+  // The kept call with this correlation id (the first, when a runtime call
+  // and its driver call share it), or nullptr.
+  const ApiCall* launch_of(uint32_t correlation) const {
+    auto it = std::lower_bound(kept_.begin(), kept_.end(), std::make_pair(correlation, 0u));
+    return it != kept_.end() && it->first == correlation ? &calls_[it->second] : nullptr;
+  }
+
+  // Whether another kept call with the same correlation id as the one at
+  // `position` is a runtime call (then a driver call there is its inner half).
+  bool runtime_call_shares(size_t position) const {
+    const uint32_t correlation = kept_[position].first;
+    for (size_t i = position; i-- > 0 && kept_[i].first == correlation;) {
+      if ((calls_[kept_[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    for (size_t i = position + 1; i < kept_.size() && kept_[i].first == correlation; ++i) {
+      if ((calls_[kept_[i].second].flags & kApiCallDriver) == 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  const std::vector<ApiCall>& calls_;
+  std::vector<std::pair<uint32_t, uint32_t>> kept_;
+};
+
+// Store-local name ids to Result string ids, each name added to the builder
+// on first use only (names of discarded records never reach the Result).
+class ActivityStore::ResultNames {
+ public:
+  ResultNames(ResultBuilder& builder, const std::deque<std::string>& names)
+      : builder_(builder), names_(names), ids_(names.size(), UINT32_MAX) {}
+
+  uint32_t operator()(uint32_t local) {
+    if (ids_[local] == UINT32_MAX) ids_[local] = builder_.add_string(names_[local]);
+    return ids_[local];
+  }
+
+ private:
+  ResultBuilder& builder_;
+  const std::deque<std::string>& names_;
+  std::vector<uint32_t> ids_;
+};
+
 ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectSpan& span, const GpuDevices& devices) {
   ContributeStats stats;
+  // What waits for the next collect moves into a fresh store, so the names
+  // and details of discarded records are forgotten with this one.
   ActivityStore next(api_name_fn_, max_records_);
-  auto carry_name = [&](uint32_t local) { return next.intern_name(names_[local]); };
+  const KeptCalls kept_calls = select_api_calls(span, next, stats);
+  std::vector<uint32_t> used_correlations;
+  const std::vector<uint8_t> keep_event = select_device_events(span, kept_calls, next, used_correlations, stats);
 
-  // 1. API calls that start inside a window, by correlation id.
-  std::vector<std::pair<uint32_t, uint32_t>> kept_calls;  // (correlation id, index in calls_)
-  kept_calls.reserve(calls_.size());
+  ResultNames names(builder, names_);
+  add_api_calls(builder, kept_calls, used_correlations, names, stats);
+  add_device_events(builder, span, devices, kept_calls, keep_event, names, stats);
+  for (const GpuDevice& d : devices) builder.add_device(d.info);
+  stats.dropped = dropped_;
+  builder.info().dropped_device_records += dropped_;
+
+  *this = std::move(next);
+  return stats;
+}
+
+ActivityStore::KeptCalls ActivityStore::select_api_calls(const CollectSpan& span, ActivityStore& next,
+                                                         ContributeStats& stats) const {
+  std::vector<std::pair<uint32_t, uint32_t>> kept;  // (correlation id, index in calls_)
+  kept.reserve(calls_.size());
   for (uint32_t i = 0; i < calls_.size(); ++i) {
     const ApiCall& c = calls_[i];
     if (c.start_ns == 0 && c.end_ns == 0) {
       ++stats.untimed_api_calls;
     } else if (starts_in(span, c.start_ns)) {
-      kept_calls.emplace_back(c.correlation_id, i);
+      kept.emplace_back(c.correlation_id, i);
     } else if (span.recording_continues && c.start_ns > span.end_ns) {
       ApiCall carried = c;
-      carried.name = carry_name(c.name);
+      carried.name = next.intern_name(names_[c.name]);
       next.add_api_call(carried);
       ++stats.pending;
     } else {
       ++stats.outside_window;
     }
   }
-  std::sort(kept_calls.begin(), kept_calls.end());
-  auto launch_of = [&](uint32_t correlation) -> const ApiCall* {
-    auto it = std::lower_bound(kept_calls.begin(), kept_calls.end(), std::make_pair(correlation, 0u));
-    return it != kept_calls.end() && it->first == correlation ? &calls_[it->second] : nullptr;
-  };
+  return KeptCalls(calls_, std::move(kept));
+}
 
-  // 2. GPU records: launched inside a window, or running inside one.
+std::vector<uint8_t> ActivityStore::select_device_events(const CollectSpan& span, const KeptCalls& kept_calls,
+                                                         ActivityStore& next, std::vector<uint32_t>& used_correlations,
+                                                         ContributeStats& stats) const {
   std::vector<uint8_t> keep_event(events_.size(), 0);
-  std::vector<uint32_t> used_correlations;
   for (size_t i = 0; i < events_.size(); ++i) {
     const pk_device_event& d = events_[i];
-    const bool launched_in_window = launch_of(d.correlation_id) != nullptr;
+    const bool launched_in_window = kept_calls.launch_of(d.correlation_id) != nullptr;
     const bool no_timing = (d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0;
     const bool ran_in_window = no_timing ? (d.flags & kDeviceEventArrivedInWindow) != 0 : starts_in(span, d.start_ns);
     if (launched_in_window || ran_in_window) {
       keep_event[i] = 1;
       if (launched_in_window) used_correlations.push_back(d.correlation_id);
     } else if (span.recording_continues && !no_timing && d.start_ns > span.end_ns) {
-      pk_device_event carried = d;
-      carried.name = carry_name(d.name);
-      if (d.type == PK_EVENT_KERNEL) {
-        next.add_kernel(carried, kernels_[d.detail].shape);
-      } else {
-        next.add_memory_op(carried, memory_ops_[d.detail]);
-      }
+      carry_device_event(d, next);
       ++stats.pending;
     } else {
       ++stats.outside_window;
     }
   }
   std::sort(used_correlations.begin(), used_correlations.end());
+  return keep_event;
+}
 
-  // 3. Into the builder, with names, details and devices in Result ids.
-  std::vector<uint32_t> result_name(names_.size(), UINT32_MAX);
-  auto name_in_result = [&](uint32_t local) {
-    if (result_name[local] == UINT32_MAX) result_name[local] = builder.add_string(names_[local]);
-    return result_name[local];
-  };
-  // Whether a runtime call shares this correlation id (kept_calls is sorted,
-  // so it is a neighbour).
-  auto runtime_call_shares = [&](size_t position) {
-    const uint32_t correlation = kept_calls[position].first;
-    for (size_t i = position; i-- > 0 && kept_calls[i].first == correlation;) {
-      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
-    }
-    for (size_t i = position + 1; i < kept_calls.size() && kept_calls[i].first == correlation; ++i) {
-      if ((calls_[kept_calls[i].second].flags & kApiCallDriver) == 0) return true;
-    }
-    return false;
-  };
+void ActivityStore::carry_device_event(const pk_device_event& d, ActivityStore& next) const {
+  pk_device_event carried = d;
+  carried.name = next.intern_name(names_[d.name]);
+  if (d.type == PK_EVENT_KERNEL) {
+    next.add_kernel(carried, kernels_[d.detail].shape);
+  } else {
+    next.add_memory_op(carried, memory_ops_[d.detail]);
+  }
+}
+
+void ActivityStore::add_api_calls(ResultBuilder& builder, const KeptCalls& kept_calls,
+                                  const std::vector<uint32_t>& used_correlations, ResultNames& names,
+                                  ContributeStats& stats) const {
   for (size_t position = 0; position < kept_calls.size(); ++position) {
-    const ApiCall& c = calls_[kept_calls[position].second];
+    const ApiCall& c = kept_calls[position];
     if ((c.flags & kApiCallDriver) != 0 &&
         (!std::binary_search(used_correlations.begin(), used_correlations.end(), c.correlation_id) ||
-         runtime_call_shares(position))) {
+         kept_calls.runtime_call_shares(position))) {
       ++stats.driver_calls_without_work;
       continue;
     }
-    const pk_host_event e{c.start_ns,
-                          std::max(c.start_ns, c.end_ns),
-                          name_in_result(c.name),
-                          static_cast<uint8_t>(PK_EVENT_CUDA_RUNTIME),
-                          0,
-                          0};
+    const pk_host_event e{
+        c.start_ns, std::max(c.start_ns, c.end_ns), names(c.name), static_cast<uint8_t>(PK_EVENT_CUDA_RUNTIME), 0, 0};
     builder.add_runtime_call(builder.thread(c.tid), e, c.correlation_id);
     ++stats.api_calls;
   }
+}
 
+void ActivityStore::add_device_events(ResultBuilder& builder, const CollectSpan& span, const GpuDevices& devices,
+                                      const KeptCalls& kept_calls, const std::vector<uint8_t>& keep_event,
+                                      ResultNames& names, ContributeStats& stats) const {
+  // Details are added once per distinct launch shape or copy, on first use.
   std::vector<uint32_t> kernel_detail(kernels_.size(), UINT32_MAX);
   std::vector<uint32_t> memory_op_detail(memory_ops_.size(), UINT32_MAX);
   const DeviceLimits unknown_device;
@@ -234,7 +296,7 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
   for (size_t i = 0; i < events_.size(); ++i) {
     if (keep_event[i] == 0) continue;
     pk_device_event e = events_[i];
-    e.name = name_in_result(e.name);
+    e.name = names(e.name);
     e.flags = static_cast<uint8_t>(e.flags & ~kInternalDeviceFlags);
     e.launch_event = PK_NO_EVENT;  // the builder attaches by correlation id
     if (e.type == PK_EVENT_KERNEL) {
@@ -252,19 +314,12 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
     }
     if ((e.flags & PK_DEVICE_EVENT_NO_TIMING) != 0) {
       // No time of its own: place it where it was launched.
-      const ApiCall* launch = launch_of(e.correlation_id);
+      const ApiCall* launch = kept_calls.launch_of(e.correlation_id);
       e.start_ns = e.end_ns = launch != nullptr ? std::max(launch->start_ns, launch->end_ns) : span.start_ns;
     }
     builder.add_device_event(e);
     ++stats.device_events;
   }
-
-  for (const GpuDevice& d : devices) builder.add_device(d.info);
-  stats.dropped = dropped_;
-  builder.info().dropped_device_records += dropped_;
-
-  *this = std::move(next);
-  return stats;
 }
 
 }  // namespace profkit::cupti

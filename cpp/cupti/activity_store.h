@@ -151,6 +151,22 @@ class ActivityStore {
 
   bool has_room() noexcept;
 
+  // The steps of contribute(), in order; defined in activity_store.cpp.
+  // Records that wait for the next collect are copied into `next`.
+  class KeptCalls;    // the API calls that start inside a window, by correlation id
+  class ResultNames;  // store-local name id -> Result string id, added on first use
+  KeptCalls select_api_calls(const CollectSpan& span, ActivityStore& next, ContributeStats& stats) const;
+  // Marks the GPU records that belong to the Result; fills `used_correlations`
+  // (sorted) with the launches that have GPU work attached.
+  std::vector<uint8_t> select_device_events(const CollectSpan& span, const KeptCalls& kept_calls, ActivityStore& next,
+                                            std::vector<uint32_t>& used_correlations, ContributeStats& stats) const;
+  void carry_device_event(const pk_device_event& d, ActivityStore& next) const;
+  void add_api_calls(ResultBuilder& builder, const KeptCalls& kept_calls,
+                     const std::vector<uint32_t>& used_correlations, ResultNames& names, ContributeStats& stats) const;
+  void add_device_events(ResultBuilder& builder, const CollectSpan& span, const GpuDevices& devices,
+                         const KeptCalls& kept_calls, const std::vector<uint8_t>& keep_event, ResultNames& names,
+                         ContributeStats& stats) const;
+
   ApiNameFn api_name_fn_;
   uint64_t max_records_;
   uint64_t dropped_ = 0;

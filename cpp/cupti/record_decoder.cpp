@@ -118,71 +118,91 @@ CUptiResult list_records(uint8_t* buffer, size_t valid_bytes, NextRecordFn next,
   }
 }
 
+namespace {
+
+// What became of one record; a filtered one is counted where it is seen.
+enum class Outcome { kFiltered, kKept, kDropped };
+
+Outcome stored(bool kept) { return kept ? Outcome::kKept : Outcome::kDropped; }
+
+Outcome filtered(const DecodeFilter& filter, DecodeStats* stats) {
+  count_filtered(filter, stats);
+  return Outcome::kFiltered;
+}
+
+Outcome decode_kernel(const KernelRecord& k, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
+  if (!accepted(filter, k.start, k.end)) return filtered(filter, stats);
+  pk_device_event e = device_event(filter, PK_EVENT_KERNEL, k.start, k.end, k.deviceId, k.contextId, k.streamId,
+                                   k.correlationId, stats);
+  e.name = store->kernel_name(k.name);
+  return stored(store->add_kernel(e, launch_shape(k)));
+}
+
+Outcome decode_memcpy(const MemcpyRecord& m, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
+  if (!accepted(filter, m.start, m.end)) return filtered(filter, stats);
+  pk_device_event e = device_event(filter, PK_EVENT_MEMCPY, m.start, m.end, m.deviceId, m.contextId, m.streamId,
+                                   memcpy_correlation_id(m), stats);
+  e.name = store->intern_name(memcpy_name(m.copyKind));
+  pk_memory_op_detail d{};
+  d.bytes = m.bytes;
+  d.copy_kind = m.copyKind;
+  d.src_kind = m.srcKind;
+  d.dst_kind = m.dstKind;
+  return stored(store->add_memory_op(e, d));
+}
+
+Outcome decode_memset(const MemsetRecord& m, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
+  if (!accepted(filter, m.start, m.end)) return filtered(filter, stats);
+  pk_device_event e = device_event(filter, PK_EVENT_MEMSET, m.start, m.end, m.deviceId, m.contextId, m.streamId,
+                                   m.correlationId, stats);
+  e.name = store->intern_name("Memset");
+  pk_memory_op_detail d{};
+  d.bytes = m.bytes;
+  d.value = m.value;
+  d.dst_kind = static_cast<uint8_t>(std::min<uint16_t>(m.memoryKind, UINT8_MAX));
+  return stored(store->add_memory_op(e, d));
+}
+
+Outcome decode_api_call(const ApiRecord& a, bool driver, const DecodeFilter& filter, ActivityStore* store,
+                        DecodeStats* stats) {
+  if (!accepted(filter, a.start, a.end)) return filtered(filter, stats);
+  ApiCall c;
+  c.start_ns = a.start;
+  c.end_ns = std::max(a.start, a.end);
+  c.tid = a.threadId;
+  c.correlation_id = a.correlationId;
+  c.name = store->api_name(driver, a.cbid);
+  c.flags = driver ? kApiCallDriver : 0;
+  return stored(store->add_api_call(c));
+}
+
+}  // namespace
+
 void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
   ++stats->records;
-  bool kept = false;
+  Outcome outcome = Outcome::kFiltered;
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const KernelRecord& k = as<KernelRecord>(record);
-      if (!accepted(filter, k.start, k.end)) return count_filtered(filter, stats);
-      pk_device_event e = device_event(filter, PK_EVENT_KERNEL, k.start, k.end, k.deviceId, k.contextId, k.streamId,
-                                       k.correlationId, stats);
-      e.name = store->kernel_name(k.name);
-      kept = store->add_kernel(e, launch_shape(k));
-      if (!kept) ++stats->dropped;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      outcome = decode_kernel(as<KernelRecord>(record), filter, store, stats);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const MemcpyRecord& m = as<MemcpyRecord>(record);
-      if (!accepted(filter, m.start, m.end)) return count_filtered(filter, stats);
-      pk_device_event e = device_event(filter, PK_EVENT_MEMCPY, m.start, m.end, m.deviceId, m.contextId, m.streamId,
-                                       memcpy_correlation_id(m), stats);
-      e.name = store->intern_name(memcpy_name(m.copyKind));
-      pk_memory_op_detail d{};
-      d.bytes = m.bytes;
-      d.copy_kind = m.copyKind;
-      d.src_kind = m.srcKind;
-      d.dst_kind = m.dstKind;
-      kept = store->add_memory_op(e, d);
-      if (!kept) ++stats->dropped;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      outcome = decode_memcpy(as<MemcpyRecord>(record), filter, store, stats);
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const MemsetRecord& m = as<MemsetRecord>(record);
-      if (!accepted(filter, m.start, m.end)) return count_filtered(filter, stats);
-      pk_device_event e = device_event(filter, PK_EVENT_MEMSET, m.start, m.end, m.deviceId, m.contextId, m.streamId,
-                                       m.correlationId, stats);
-      e.name = store->intern_name("Memset");
-      pk_memory_op_detail d{};
-      d.bytes = m.bytes;
-      d.value = m.value;
-      d.dst_kind = static_cast<uint8_t>(std::min<uint16_t>(m.memoryKind, UINT8_MAX));
-      kept = store->add_memory_op(e, d);
-      if (!kept) ++stats->dropped;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      outcome = decode_memset(as<MemsetRecord>(record), filter, store, stats);
       break;
-    }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const ApiRecord& a = as<ApiRecord>(record);
-      if (!accepted(filter, a.start, a.end)) return count_filtered(filter, stats);
-      const bool driver = record->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      ApiCall c;
-      c.start_ns = a.start;
-      c.end_ns = std::max(a.start, a.end);
-      c.tid = a.threadId;
-      c.correlation_id = a.correlationId;
-      c.name = store->api_name(driver, a.cbid);
-      c.flags = driver ? kApiCallDriver : 0;
-      kept = store->add_api_call(c);
-      if (!kept) ++stats->dropped;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      outcome =
+          decode_api_call(as<ApiRecord>(record), record->kind == CUPTI_ACTIVITY_KIND_DRIVER, filter, store, stats);
       break;
-    }
     default:
       ++stats->other_kinds;
       return;
   }
-  if (kept) ++stats->kept;
+  if (outcome == Outcome::kKept) ++stats->kept;
+  if (outcome == Outcome::kDropped) ++stats->dropped;
 }
 
 DecodeStats decode_buffer(uint8_t* buffer, size_t valid_bytes, NextRecordFn next, const DecodeFilter& filter,

@@ -28,6 +28,8 @@ namespace {
 
 // ---- the loader ---------------------------------------------------------------------
 
+DeviceInfo device_info_from(const std::unordered_map<std::string, JsonScalar>& fields);
+
 // Builds a Result from the scanned events. Times are kept relative to the
 // file's base until the "profkit" object (which comes last) says where that
 // base is.
@@ -90,6 +92,15 @@ class ChromeTraceLoader {
   };
 
   void strip_duration_labels();
+
+  // The steps of finish(), in order.
+  int64_t check_loadable(const JsonProfkitObject& meta) const;
+  void check_counts(const JsonProfkitObject& meta, int64_t layout) const;
+  uint64_t absolute(uint64_t relative) const;
+  void add_host_events();
+  void add_memory_events();
+  void add_device_events();
+  void name_threads(uint64_t host_pid);
 
   [[noreturn]] void fail(const std::string& problem) const {
     throw Error(PK_ERR_CORRUPT, "cannot load '" + path_ + "': trace event " + std::to_string(event_index_) + ": " +
@@ -336,6 +347,7 @@ class ChromeTraceLoader {
   std::vector<PlacedDevice> placed_;  // in index order
   std::vector<ThreadLabel> labels_;
   std::optional<uint64_t> host_pid_;
+  int64_t base_ns_ = 0;  // the metadata's base_ns, set by finish(): relative times are from it
   uint64_t event_index_ = 0;
   std::exception_ptr first_problem_;
 };
@@ -439,6 +451,42 @@ void ChromeTraceLoader::strip_duration_labels() {
 }
 
 std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta) {
+  const int64_t layout = check_loadable(meta);
+  ResultInfo info = info_from(meta, static_cast<uint64_t>(layout));
+  // The host process's lanes; without host events, the one the metadata names
+  // (never a GPU's stream lanes).
+  const uint64_t host_pid = host_pid_.value_or(info.pid);
+  const auto labels = meta.fields.find("duration_labels");
+  if (labels != meta.fields.end() && labels->second.kind == JsonScalar::Kind::kBool && labels->second.boolean) {
+    strip_duration_labels();
+  }
+  base_ns_ = meta_in_range<int64_t>(meta, "base_ns", true);
+  check_counts(meta, layout);
+
+  const uint64_t unattached = info.unattached_device_records;
+  builder_.info() = std::move(info);
+  add_host_events();
+  add_memory_events();
+  add_device_events();
+  name_threads(host_pid);
+  for (const auto& fields : meta.devices) builder_.add_device(device_info_from(fields));
+  for (const auto& [key, value] : meta.metadata) builder_.add_metadata(key, value);
+  if (layout < 2) {
+    builder_.add_metadata("loaded_from_json_layout_1",
+                          "written before trace_json_version 2: memory events and CPU usage are not in the file");
+  }
+  std::unique_ptr<Result> result = builder_.finish();
+  // finish() counts GPU work whose launch is not in the file; the writer's
+  // own count already holds those.
+  result->info.unattached_device_records = unattached;
+  return result;
+}
+
+// Refuses a file profkit cannot load (another tool's trace, a merged
+// timeline, a damaged event, a newer layout); returns its layout version.
+// The order matters: a foreign file is named as such before its first
+// unfamiliar event is blamed.
+int64_t ChromeTraceLoader::check_loadable(const JsonProfkitObject& meta) const {
   if (!meta.present) {
     fail_file(
         "it is a Chrome trace, but not one profkit wrote (no top-level \"profkit\" object); profkit loads the "
@@ -456,17 +504,11 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
                                     std::to_string(layout) + "; this profkit reads up to " +
                                     std::to_string(kChromeTraceJsonVersion) + "): upgrade profkit to load it");
   }
-  ResultInfo info = info_from(meta, static_cast<uint64_t>(layout));
-  // The host process's lanes; without host events, the one the metadata names
-  // (never a GPU's stream lanes).
-  const uint64_t host_pid = host_pid_.value_or(info.pid);
-  const auto labels = meta.fields.find("duration_labels");
-  if (labels != meta.fields.end() && labels->second.kind == JsonScalar::Kind::kBool && labels->second.boolean) {
-    strip_duration_labels();
-  }
-  const int64_t base = meta_in_range<int64_t>(meta, "base_ns", true);
+  return layout;
+}
 
-  // The counts the writer recorded: anything else means a cut or edited file.
+// The counts the writer recorded: anything else means a cut or edited file.
+void ChromeTraceLoader::check_counts(const JsonProfkitObject& meta, int64_t layout) const {
   auto check_count = [&](const char* key, const char* what, size_t found, bool required) {
     if (!required && !meta.fields.count(key)) return;
     const int64_t expected = meta_in_range<int64_t>(meta, key, true);
@@ -478,18 +520,19 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
   check_count("host_event_count", "host events", hosts_.size(), true);
   check_count("device_event_count", "device events", devices_.size(), true);
   check_count("memory_event_count", "memory events", memory_.size(), layout >= 2);
+}
 
-  // Engine-clock ns from a time relative to the base, in range or refused.
-  auto absolute = [&](uint64_t relative) {
-    const bool fits = relative <= static_cast<uint64_t>(INT64_MAX) &&
-                      (base <= 0 || static_cast<int64_t>(relative) <= INT64_MAX - base);
-    const int64_t ns = fits ? base + static_cast<int64_t>(relative) : -1;
-    if (ns < 0) fail_file("its base_ns (" + std::to_string(base) + ") puts an event outside the clock's range");
-    return static_cast<uint64_t>(ns);
-  };
+// Engine-clock ns from a time relative to the base, in range or refused.
+uint64_t ChromeTraceLoader::absolute(uint64_t relative) const {
+  const bool fits = relative <= static_cast<uint64_t>(INT64_MAX) &&
+                    (base_ns_ <= 0 || static_cast<int64_t>(relative) <= INT64_MAX - base_ns_);
+  const int64_t ns = fits ? base_ns_ + static_cast<int64_t>(relative) : -1;
+  if (ns < 0) fail_file("its base_ns (" + std::to_string(base_ns_) + ") puts an event outside the clock's range");
+  return static_cast<uint64_t>(ns);
+}
 
-  const uint64_t unattached = info.unattached_device_records;
-  builder_.info() = std::move(info);
+// Each host event with its arguments (args_ is in event order).
+void ChromeTraceLoader::add_host_events() {
   size_t next_arg = 0;
   for (size_t i = 0; i < hosts_.size(); ++i) {
     const PendingHost& h = hosts_[i];
@@ -505,15 +548,22 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
       builder_.add_arg(h.thread, event.start_ns, hint, a.key, a.kind, a.value);
     }
   }
+}
+
+void ChromeTraceLoader::add_memory_events() {
   for (pk_memory_event m : memory_) {
     m.time_ns = absolute(m.time_ns);
     builder_.add_memory_event(m);
   }
+}
+
+void ChromeTraceLoader::add_device_events() {
   builder_.reserve_device_events(devices_.size());
   auto placed = placed_.cbegin();
   for (size_t i = 0; i < devices_.size(); ++i) {
     pk_device_event d = devices_[i];
     if (placed != placed_.cend() && placed->index == i) {
+      // GPU work without timing keeps its own engine-clock time (see device_event).
       const uint64_t duration = d.end_ns - d.start_ns;
       constexpr uint64_t kLatest = static_cast<uint64_t>(INT64_MAX);  // as absolute() allows
       if (duration > kLatest || placed->start_ns > kLatest - duration) {
@@ -529,46 +579,42 @@ std::unique_ptr<Result> ChromeTraceLoader::finish(const JsonProfkitObject& meta)
     }
     builder_.add_device_event(d);
   }
+}
+
+void ChromeTraceLoader::name_threads(uint64_t host_pid) {
   for (const ThreadLabel& label : labels_) {
     if (label.pid != host_pid) continue;  // a GPU's stream lanes
     const uint64_t tid = thread_of_lane_id(label.lane);
     builder_.set_thread_name(builder_.thread(tid), thread_name_from_lane(label.label, tid));
   }
-  for (const auto& fields : meta.devices) {
-    auto field = [&](const char* key) -> const JsonScalar* {
-      const auto it = fields.find(key);
-      return it == fields.end() ? nullptr : &it->second;
-    };
-    auto integer = [&](const char* key) {
-      const JsonScalar* v = field(key);
-      const std::optional<int64_t> n = v != nullptr && v->is_number() ? parse_integer<int64_t>(v->text) : std::nullopt;
-      return n.value_or(0);
-    };
-    DeviceInfo d;
-    d.id = static_cast<int32_t>(integer("id"));
-    if (const JsonScalar* name = field("name")) d.name = name->text;
-    if (const JsonScalar* cc = field("compute_capability")) {
-      std::sscanf(cc->text.c_str(), "%d.%d", &d.compute_major, &d.compute_minor);
-    }
-    d.sm_count = static_cast<int32_t>(integer("sm_count"));
-    d.total_memory = static_cast<uint64_t>(integer("total_memory"));
-    d.max_threads_per_sm = static_cast<int32_t>(integer("max_threads_per_sm"));
-    d.max_registers_per_sm = static_cast<int32_t>(integer("max_registers_per_sm"));
-    d.max_shared_memory_per_sm = static_cast<int32_t>(integer("max_shared_memory_per_sm"));
-    d.max_blocks_per_sm = static_cast<int32_t>(integer("max_blocks_per_sm"));
-    d.warp_size = static_cast<int32_t>(integer("warp_size"));
-    builder_.add_device(std::move(d));
+}
+
+// One of the "profkit" object's "devices"; a field missing or malformed is 0
+// (the facts are informative: occupancy was computed when the file was written).
+DeviceInfo device_info_from(const std::unordered_map<std::string, JsonScalar>& fields) {
+  auto field = [&](const char* key) -> const JsonScalar* {
+    const auto it = fields.find(key);
+    return it == fields.end() ? nullptr : &it->second;
+  };
+  auto integer = [&](const char* key) {
+    const JsonScalar* v = field(key);
+    const std::optional<int64_t> n = v != nullptr && v->is_number() ? parse_integer<int64_t>(v->text) : std::nullopt;
+    return n.value_or(0);
+  };
+  DeviceInfo d;
+  d.id = static_cast<int32_t>(integer("id"));
+  if (const JsonScalar* name = field("name")) d.name = name->text;
+  if (const JsonScalar* cc = field("compute_capability")) {
+    std::sscanf(cc->text.c_str(), "%d.%d", &d.compute_major, &d.compute_minor);
   }
-  for (const auto& [key, value] : meta.metadata) builder_.add_metadata(key, value);
-  if (layout < 2) {
-    builder_.add_metadata("loaded_from_json_layout_1",
-                          "written before trace_json_version 2: memory events and CPU usage are not in the file");
-  }
-  std::unique_ptr<Result> result = builder_.finish();
-  // finish() counts GPU work whose launch is not in the file; the writer's
-  // own count already holds those.
-  result->info.unattached_device_records = unattached;
-  return result;
+  d.sm_count = static_cast<int32_t>(integer("sm_count"));
+  d.total_memory = static_cast<uint64_t>(integer("total_memory"));
+  d.max_threads_per_sm = static_cast<int32_t>(integer("max_threads_per_sm"));
+  d.max_registers_per_sm = static_cast<int32_t>(integer("max_registers_per_sm"));
+  d.max_shared_memory_per_sm = static_cast<int32_t>(integer("max_shared_memory_per_sm"));
+  d.max_blocks_per_sm = static_cast<int32_t>(integer("max_blocks_per_sm"));
+  d.warp_size = static_cast<int32_t>(integer("warp_size"));
+  return d;
 }
 
 struct FileCloser {

@@ -1,5 +1,8 @@
 // Recorder: the engine's state machine — recording windows, steps, metadata —
 // and collect(), which drains every thread's buffer into a Result.
+// recorder.cpp holds the state machine and collect's steps;
+// record_conversion.cpp turns thread buffers into Result records;
+// recorder_fork.cpp keeps the engine usable across fork().
 //
 // Thread-safety: every method is thread-safe; state changes, steps and collects
 // are serialized by one lock (none of them is on the per-event hot path).
@@ -20,6 +23,10 @@
 #include "trace/result.h"
 
 namespace profkit {
+
+class NameMap;
+class ResultBuilder;
+class TickConverter;
 
 class Recorder {
  public:
@@ -64,6 +71,23 @@ class Recorder {
   void end_step_locked(uint64_t now_ticks, uint64_t num_samples);
   static void unlock_after_fork() noexcept;
   void start_afresh_in_forked_child();
+  static void forget_unmatched_without_buffer() noexcept;
+
+  // The steps of collect(), in order; each runs under mutex_.
+  struct CollectBounds {
+    uint64_t now_ticks = 0;
+    bool recording = false;  // the recording window goes on after this collect
+    uint64_t start_ticks = 0;
+    uint64_t end_ticks = 0;
+    CpuSnapshot cpu_start;
+    CpuSnapshot cpu_end;
+  };
+  CollectBounds collect_bounds() const;
+  // Takes the next span index and the unmatched ends counted since the last collect.
+  ResultInfo result_info(const CollectBounds& bounds, const TickConverter& clock);
+  void add_capped_steps(ResultBuilder& builder, NameMap& names, const TickConverter& clock);
+  bool open_step_unfinished(bool window_uncollected) const noexcept;
+  void start_next_span(const CollectBounds& bounds, uint64_t end_ns);
 
   mutable std::mutex mutex_;
   std::atomic<int> state_{PK_STATE_CLOSED};

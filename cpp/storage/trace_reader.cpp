@@ -138,18 +138,10 @@ void check_consistency(const std::string& path, const Result& r) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Result> load_result(const std::string& path) {
-  // No trace is larger than one FlatBuffer can be (the verifier takes less
-  // than 2 GiB), so a larger file is refused before it is read into memory.
-  const std::shared_ptr<const FileBytes> file = FileBytes::read(path, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
-  const uint8_t* data = file->data();
-  const size_t size = file->size();
-  // A pipe or FIFO can be read only once, so pk_result_load's look at a
-  // file's first bytes (looks_like_json_file) leaves it to us: profkit's
-  // Chrome JSON is told apart here, from the bytes read.
-  if (!file->regular_file() && starts_like_json(data, size)) return read_chrome_trace_bytes(path, data, size);
+// The size prefix and identifier a .pktrace starts with, and a size that
+// matches the prefix: a foreign, empty, cut or padded file is named as such
+// before the FlatBuffers verifier reports it only as corrupt.
+void check_framing(const std::string& path, const uint8_t* data, size_t size) {
   if (size == 0) corrupt(path, "the file is empty (0 bytes), not a profkit trace");
   if (size < 12) corrupt(path, "the file is too small (" + std::to_string(size) + " bytes) to be a profkit trace");
   if (!flatbuffers::BufferHasIdentifier(data, fb::TraceIdentifier(), /*size_prefixed=*/true)) {
@@ -163,7 +155,10 @@ std::unique_ptr<Result> load_result(const std::string& path) {
   if (expected < size) {
     corrupt(path, "the file is corrupt (" + std::to_string(size - expected) + " unexpected bytes after the trace)");
   }
+}
 
+// The verified trace, of a schema this profkit reads, with its metadata table.
+const fb::Trace* verified_trace(const std::string& path, const uint8_t* data, size_t size) {
   // Generous limits: a trace has few tables (threads, devices, metadata).
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/16u << 20);
   if (!fb::VerifySizePrefixedTraceBuffer(verifier)) {
@@ -182,14 +177,15 @@ std::unique_ptr<Result> load_result(const std::string& path) {
                                     std::to_string(trace->min_reader_version()) + "; this profkit reads schema " +
                                     std::to_string(kSchemaVersion) + "); upgrade profkit");
   }
-  const fb::Metadata* m = trace->metadata();
-  if (m == nullptr) corrupt(path, "the file has no metadata table (it is corrupt)");
+  if (trace->metadata() == nullptr) corrupt(path, "the file has no metadata table (it is corrupt)");
+  return trace;
+}
 
-  auto r = std::make_unique<Result>();
-  r->backing = file;
-  ResultInfo& info = r->info;
+ResultInfo info_from(const fb::Trace& trace) {
+  const fb::Metadata* m = trace.metadata();
+  ResultInfo info;
   info.profkit_version = str(m->profkit_version());
-  info.schema_version = trace->schema_version();
+  info.schema_version = trace.schema_version();
   info.pid = m->pid();
   info.hostname = str(m->hostname());
   info.rank = m->rank();
@@ -209,30 +205,57 @@ std::unique_ptr<Result> load_result(const std::string& path) {
   info.system_idle_ns = m->system_idle_ns();
   info.cpu_count = m->cpu_count();
   info.lost_event_args = m->lost_event_args();
-  if (m->extra() != nullptr) {
-    for (const fb::KeyValue* kv : *m->extra()) r->metadata.emplace_back(str(kv->key()), str(kv->value()));
+  return info;
+}
+
+// The small tables are copied; the record columns are borrowed from the
+// file's bytes (which r.backing keeps alive) where they are aligned.
+void read_tables(const fb::Trace& trace, Result& r) {
+  if (trace.metadata()->extra() != nullptr) {
+    for (const fb::KeyValue* kv : *trace.metadata()->extra()) r.metadata.emplace_back(str(kv->key()), str(kv->value()));
   }
-  if (trace->strings() != nullptr) {
-    for (const flatbuffers::String* s : *trace->strings()) r->strings.add_borrowed(s->c_str(), s->size());
+  if (trace.strings() != nullptr) {
+    for (const flatbuffers::String* s : *trace.strings()) r.strings.add_borrowed(s->c_str(), s->size());
   }
-  if (trace->threads() != nullptr) {
-    for (const fb::Thread* t : *trace->threads()) {
-      r->threads.push_back({t->tid(), str(t->name()), t->first_event(), t->event_count()});
+  if (trace.threads() != nullptr) {
+    for (const fb::Thread* t : *trace.threads()) {
+      r.threads.push_back({t->tid(), str(t->name()), t->first_event(), t->event_count()});
     }
   }
-  if (trace->devices() != nullptr) {
-    for (const fb::Device* d : *trace->devices()) {
-      r->devices.push_back({d->id(), str(d->name()), d->sm_count(), d->compute_major(), d->compute_minor(),
-                            d->total_memory(), d->max_threads_per_sm(), d->max_registers_per_sm(),
-                            d->max_shared_memory_per_sm(), d->max_blocks_per_sm(), d->warp_size()});
+  if (trace.devices() != nullptr) {
+    for (const fb::Device* d : *trace.devices()) {
+      r.devices.push_back({d->id(), str(d->name()), d->sm_count(), d->compute_major(), d->compute_minor(),
+                           d->total_memory(), d->max_threads_per_sm(), d->max_registers_per_sm(),
+                           d->max_shared_memory_per_sm(), d->max_blocks_per_sm(), d->warp_size()});
     }
   }
-  r->host_events = borrow<pk_host_event>(trace->host_events());
-  r->event_args = borrow<pk_event_arg>(trace->event_args());
-  r->memory_events = borrow<pk_memory_event>(trace->memory_events());
-  r->device_events = borrow<pk_device_event>(trace->device_events());
-  r->kernel_details = borrow<pk_kernel_detail>(trace->kernel_details());
-  r->memory_op_details = borrow<pk_memory_op_detail>(trace->memory_op_details());
+  r.host_events = borrow<pk_host_event>(trace.host_events());
+  r.event_args = borrow<pk_event_arg>(trace.event_args());
+  r.memory_events = borrow<pk_memory_event>(trace.memory_events());
+  r.device_events = borrow<pk_device_event>(trace.device_events());
+  r.kernel_details = borrow<pk_kernel_detail>(trace.kernel_details());
+  r.memory_op_details = borrow<pk_memory_op_detail>(trace.memory_op_details());
+}
+
+}  // namespace
+
+std::unique_ptr<Result> load_result(const std::string& path) {
+  // No trace is larger than one FlatBuffer can be (the verifier takes less
+  // than 2 GiB), so a larger file is refused before it is read into memory.
+  const std::shared_ptr<const FileBytes> file = FileBytes::read(path, FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  // A pipe or FIFO can be read only once, so pk_result_load's look at a
+  // file's first bytes (looks_like_json_file) leaves it to us: profkit's
+  // Chrome JSON is told apart here, from the bytes read.
+  if (!file->regular_file() && starts_like_json(file->data(), file->size())) {
+    return read_chrome_trace_bytes(path, file->data(), file->size());
+  }
+  check_framing(path, file->data(), file->size());
+  const fb::Trace* trace = verified_trace(path, file->data(), file->size());
+
+  auto r = std::make_unique<Result>();
+  r->backing = file;
+  r->info = info_from(*trace);
+  read_tables(*trace, *r);
   check_consistency(path, *r);
   return r;
 }

@@ -47,11 +47,18 @@ CommunicationTimes compute_communication(const SummaryContext& context, const Co
   gpu.flush();
   computation.flush();
   out.all = union_of(context.communication_cpu, out.gpu);
+  out.recorded = !out.all.empty() || out.gpu_calls > 0;
   if (host_computation_without_kernels && context.device_calls[PK_EVENT_KERNEL] == 0 && out.any()) {
     HostComputation host = compute_host_computation(context);
     out.computation = std::move(host.intervals);
     out.host_computation = host.source;
   }
+  // Shown as shares of total time, like the Overview's unions: only the
+  // part inside total_window counts (NCCL work still running after the last
+  // step, a barrier before the first).
+  out.gpu = intersection_of(out.gpu, context.total_window);
+  out.all = intersection_of(out.all, context.total_window);
+  out.computation = intersection_of(out.computation, context.total_window);
   out.overlap_ns = length_within(out.all, out.computation);
   return out;
 }

@@ -5,7 +5,8 @@
 // event, or when it is a kernel whose name contains "nccl" (any case; NCCL
 // kernels are often launched by a library's own thread). Communication time
 // is the union of Communication host events and that GPU work; computation
-// time the union of every other kernel; overlap their intersection. A run
+// time the union of every other kernel; overlap their intersection; each of
+// them only within the context's total_window (see summary_context.h). A run
 // with no kernels at all can count its host computation instead (see
 // host_computation.h).
 //
@@ -46,7 +47,9 @@ struct CommunicationTimes {
   HostComputeSource host_computation = HostComputeSource::kNone;
   uint64_t gpu_calls = 0;   // communication GPU records
   uint64_t overlap_ns = 0;  // |all ∩ computation|
-  bool any() const noexcept { return !all.empty() || gpu_calls > 0; }
+  // Some communication was recorded, inside total_window or not.
+  bool recorded = false;
+  bool any() const noexcept { return recorded; }
 };
 
 // `launches` may be null (no Communication host events were recorded). With

@@ -33,6 +33,7 @@ SummaryTable make_distributed_table(const SummaryContext& c, const Communication
                       "events, overlaps counted once; Overlap = time in both.");
   }
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
+  if (c.time_outside_window()) t.notes.push_back(c.outside_window_note());
   return t;
 }
 

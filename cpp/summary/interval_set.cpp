@@ -77,10 +77,30 @@ uint64_t length_within(const IntervalList& merged, const IntervalList& window) n
   return sum;
 }
 
-uint64_t SegmentedIntervals::union_length(IntervalList* out) const {
+void WindowedLength::add(uint64_t start, uint64_t end) noexcept {
+  if (end <= start) return;
+  if (window_ == nullptr) {
+    length_ += end - start;
+    return;
+  }
+  if (start < last_start_) next_ = 0;
+  last_start_ = start;
+  const IntervalList& w = *window_;
+  while (next_ < w.size() && w[next_].end <= start) ++next_;
+  // The window interval that ends past this one stays the cursor: the next
+  // interval of the stream may meet it too.
+  for (size_t k = next_; k < w.size() && w[k].start < end; ++k) {
+    length_ += std::min(end, w[k].end) - std::max(start, w[k].start);
+  }
+}
+
+uint64_t SegmentedIntervals::union_length(IntervalList* out, WindowedLength* within) const {
   if (segment_starts_.size() <= 1) {
     // One segment is already merged.
     if (out != nullptr) *out = intervals_;
+    if (within != nullptr) {
+      for (const Interval& i : intervals_) within->add(i.start, i.end);
+    }
     return total_length(intervals_);
   }
   struct Cursor {
@@ -92,7 +112,7 @@ uint64_t SegmentedIntervals::union_length(IntervalList* out) const {
     const size_t end = s + 1 < segment_starts_.size() ? segment_starts_[s + 1] : intervals_.size();
     if (segment_starts_[s] < end) cursors.push_back({intervals_.data() + segment_starts_[s], intervals_.data() + end});
   }
-  IntervalMerger merger(out);
+  IntervalMerger merger(out, within);
   // Take the earliest next interval of any segment. With the few segments a
   // process has threads, a scan beats a heap; many threads get the heap.
   constexpr size_t kScanLimit = 16;

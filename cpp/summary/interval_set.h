@@ -20,13 +20,34 @@ struct Interval {
 };
 using IntervalList = std::vector<Interval>;
 
+// The part of a stream of disjoint intervals, ascending by start, that falls
+// inside a merged `window`: a cursor over the window only moves forward, so
+// the whole stream costs one pass over both. A stream that goes back in time
+// (only a damaged Result has one) starts the cursor over: still right, only
+// slower. Without a window everything counts.
+class WindowedLength {
+ public:
+  // `window` (optional, borrowed) must outlive this.
+  explicit WindowedLength(const IntervalList* window = nullptr) : window_(window) {}
+  void add(uint64_t start, uint64_t end) noexcept;
+  uint64_t length() const noexcept { return length_; }
+
+ private:
+  const IntervalList* window_;
+  size_t next_ = 0;  // the first window interval that may still meet the stream
+  uint64_t last_start_ = 0;
+  uint64_t length_ = 0;
+};
+
 // Streaming union of intervals that arrive in ascending start order (ends in
 // any order): keeps one open interval, so it needs no memory unless asked to
 // write the merged list out.
 class IntervalMerger {
  public:
-  // `out` (optional, borrowed) receives each merged interval as it closes.
-  explicit IntervalMerger(IntervalList* out = nullptr) : out_(out) {}
+  // `out` (optional, borrowed) receives each merged interval as it closes;
+  // so does `within` (optional, borrowed), which measures what of the union
+  // falls inside its window.
+  explicit IntervalMerger(IntervalList* out = nullptr, WindowedLength* within = nullptr) : out_(out), within_(within) {}
 
   void add(uint64_t start, uint64_t end) {
     if (end <= start) return;
@@ -43,6 +64,7 @@ class IntervalMerger {
     if (!open_) return;
     length_ += current_.end - current_.start;
     if (out_ != nullptr) out_->push_back(current_);
+    if (within_ != nullptr) within_->add(current_.start, current_.end);
     open_ = false;
   }
   // Total length of everything added and flushed.
@@ -50,6 +72,7 @@ class IntervalMerger {
 
  private:
   IntervalList* out_;
+  WindowedLength* within_;
   Interval current_{0, 0};
   bool open_ = false;
   uint64_t length_ = 0;
@@ -74,8 +97,8 @@ class SegmentedIntervals {
   bool empty() const noexcept { return intervals_.empty(); }
 
   // Length of the union of all segments; writes the merged union to `out`
-  // when it is not null.
-  uint64_t union_length(IntervalList* out = nullptr) const;
+  // and measures it with `within` when they are not null.
+  uint64_t union_length(IntervalList* out = nullptr, WindowedLength* within = nullptr) const;
   // Frees the memory.
   void clear();
 

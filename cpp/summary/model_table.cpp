@@ -18,6 +18,14 @@ constexpr uint32_t kPhaseBits = type_bit(PK_EVENT_DATALOADER) | type_bit(PK_EVEN
 // A mask test, not a search: it runs once per host event.
 bool is_phase(uint8_t type) noexcept { return type < 32 && (kPhaseBits >> type) & 1u; }
 
+// Steps nest like phases: a user's RecordEvent of type ProfileStep inside a
+// step is part of that step, not another one (which would halve its Avg).
+bool nests_in_its_type(uint8_t type) noexcept { return is_phase(type) || type == PK_EVENT_PROFILE_STEP; }
+
+// An instant (pk_instant_event, a Chrome "ph":"i" read back) marks a moment:
+// it is no step or phase call, and counting one would add a call of 0 time.
+bool is_instant(const pk_host_event& e) noexcept { return (e.flags & PK_HOST_EVENT_INSTANT) != 0; }
+
 // Whether an event of `type` is open in `stack`.
 bool inside_same_phase(const OpenStack& stack, uint8_t type) noexcept {
   for (size_t i = 0; i < stack.size(); ++i) {
@@ -58,8 +66,11 @@ void ModelTable::find_calls() {
     for (uint64_t i = thread.first_event; i < end; ++i) {
       const pk_host_event& e = r.host_events[i];
       if (open_types.size() > e.depth) open_types.resize(e.depth);
-      if (e.type == PK_EVENT_PROFILE_STEP) {
+      if (is_instant(e)) {
+        // Not a call (see is_instant); the walk skips it too.
+      } else if (e.type == PK_EVENT_PROFILE_STEP) {
         steps_.push_back({e.start_ns, e.end_ns, 0, e.type, true});
+        steps_.back().nested = std::find(open_types.begin(), open_types.end(), e.type) != open_types.end();
         has_steps = true;
       } else if (is_phase(e.type)) {
         phases_.push_back({e.start_ns, e.end_ns, 0, e.type, false});
@@ -97,10 +108,11 @@ void ModelTable::begin_thread(size_t thread) {
 
 void ModelTable::on_open(const OpenStack& stack) {
   Call* call = nullptr;
+  const bool instant = is_instant(context_.result->host_events[stack.back().index]);
   if (stack.back().type == PK_EVENT_PROFILE_STEP) {
     ++open_steps_;
-    if (next_step_ < steps_.size()) call = &steps_[next_step_++];
-  } else if (keep_phases_ && next_phase_ < phases_.size()) {
+    if (!instant && next_step_ < steps_.size()) call = &steps_[next_step_++];
+  } else if (!instant && keep_phases_ && next_phase_ < phases_.size()) {
     call = &phases_[next_phase_++];
   }
   open_calls_.push_back(call);
@@ -110,14 +122,15 @@ void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   Call* call = open_calls_.back();
   open_calls_.pop_back();
   if (closed.type == PK_EVENT_PROFILE_STEP) --open_steps_;
-  // Part of the enclosing phase of its type, which has its GPU work too
-  // (the walk adds a closed event's work to its parent).
-  if (is_phase(closed.type) && inside_same_phase(stack, closed.type)) return;
+  // Part of the enclosing phase (or step) of its type, which has its GPU
+  // work too (the walk adds a closed event's work to its parent).
+  if (nests_in_its_type(closed.type) && inside_same_phase(stack, closed.type)) return;
   if (call != nullptr) {
     call->gpu_ns += closed.gpu_ns;  // on top of what launches on other threads found for it
     return;
   }
   const pk_host_event& e = context_.result->host_events[closed.index];
+  if (is_instant(e)) return;
   CallStats& s = counted_[closed.type];
   ++s.calls;
   s.cpu.add(duration_ns(e.start_ns, e.end_ns));

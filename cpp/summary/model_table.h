@@ -16,7 +16,9 @@
 // last in thread and event order wins: of two nested ones, the inner.
 //
 // A phase nested in a phase of the same type on its thread is part of it:
-// the outer one is the call, with the GPU work of both.
+// the outer one is the call, with the GPU work of both. So is a ProfileStep
+// in a ProfileStep (a user's RecordEvent of that type inside prof.step()'s).
+// Instant events (marks of no duration) are no calls.
 //
 // The steps and phases are found first, in one pass over the host events
 // when the table is made, so that each launch is attributed as the walk

@@ -95,6 +95,7 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
                     "); types nest and overlap each other, so ratios do not add up to 100%.");
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() + ").");
   if (c.zero_length_steps()) t.notes.push_back(c.zero_length_steps_note());
+  if (c.time_outside_window()) t.notes.push_back(c.outside_window_note());
   return t;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <vector>
 
 namespace profkit {
 
@@ -25,13 +26,28 @@ uint32_t host_type(const pk_host_event& e) noexcept {
   return e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
 }
 
+// The union of the ProfileStep ranges: steps are few (one per iteration), so
+// gathered as the first pass meets them.
+IntervalList merge_steps(std::vector<Interval> steps) {
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  if (!std::is_sorted(steps.begin(), steps.end(), by_start)) std::sort(steps.begin(), steps.end(), by_start);
+  IntervalList merged;
+  IntervalMerger merger(&merged);
+  for (const Interval& s : steps) merger.add(s.start, s.end);
+  merger.flush();
+  return merged;
+}
+
 // Host types: a first pass counts each type's events and the threads they
-// are on; then one merged segment per thread and a k-way union per type.
-// A type on a single thread needs no segments (its merged length is its
-// union), and the others get storage reserved once, never regrown.
-void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
+// are on, and finds the steps (the window the unions are measured in); then
+// one merged segment per thread and a k-way union per type. A type on a
+// single thread needs no segments (its merged length is its union), and the
+// others get storage reserved once, never regrown. `window` is set (to the
+// steps, when there are some) before the second pass.
+void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last, IntervalList* window) {
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> timed{};  // events of positive length
   std::array<uint32_t, PK_EVENT_TYPE_COUNT> threads_with{};
+  std::vector<Interval> steps;
   for (const ThreadRecord& t : r.threads) {
     std::array<uint64_t, PK_EVENT_TYPE_COUNT> here{};
     const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
@@ -42,12 +58,20 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
       *first = std::min(*first, e.start_ns);
       *last = std::max(*last, e.end_ns);
       here[type] += e.end_ns > e.start_ns;
+      if (type == PK_EVENT_PROFILE_STEP && e.end_ns > e.start_ns) steps.push_back({e.start_ns, e.end_ns});
     }
     for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
       timed[type] += here[type];
       threads_with[type] += here[type] > 0;
     }
   }
+  c.step_union = merge_steps(std::move(steps));
+  if (!c.step_union.empty()) *window = c.step_union;
+  // Without steps or a recorded window the span is the events' extent, which
+  // holds all of them: nothing to clip.
+  const IntervalList* clip = window->empty() ? nullptr : window;
+  std::array<WindowedLength, PK_EVENT_TYPE_COUNT> within;
+  within.fill(WindowedLength(clip));
 
   std::array<bool, PK_EVENT_TYPE_COUNT> segmented{};
   std::array<SegmentedIntervals, PK_EVENT_TYPE_COUNT> segments;
@@ -59,7 +83,9 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
   for (const ThreadRecord& t : r.threads) {
     for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
       if (segmented[type]) segments[type].begin_segment();
-      mergers[type] = IntervalMerger(segmented[type] ? &segments[type].storage() : nullptr);
+      // A type on one thread is measured as it merges; the others once united.
+      mergers[type] =
+          segmented[type] ? IntervalMerger(&segments[type].storage()) : IntervalMerger(nullptr, &within[type]);
     }
     const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
     for (uint64_t i = t.first_event; i < end; ++i) {
@@ -68,7 +94,7 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
     }
     for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
       mergers[type].flush();
-      if (!segmented[type]) c.host_union_ns[type] += mergers[type].length();
+      if (!segmented[type]) c.host_outside_ns[type] += mergers[type].length();  // less `within` below
     }
   }
 
@@ -76,12 +102,11 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
   for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
     if (!segmented[type]) continue;
     IntervalList merged;
-    c.host_union_ns[type] = segments[type].union_length(keeps_intervals(type) ? &merged : nullptr);
+    // ProfileStep's union is step_union already.
+    const bool keep = keeps_intervals(type) && type != PK_EVENT_PROFILE_STEP;
+    c.host_outside_ns[type] = segments[type].union_length(keep ? &merged : nullptr, &within[type]);
     segments[type].clear();  // free as we go: the lists can be as large as the events
     switch (type) {
-      case PK_EVENT_PROFILE_STEP:
-        c.step_union = std::move(merged);
-        break;
       case PK_EVENT_COMMUNICATION:
         c.communication_cpu = std::move(merged);
         break;
@@ -96,12 +121,19 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
     }
   }
   c.model_union = std::move(model);
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    c.host_union_ns[type] = within[type].length();
+    c.host_outside_ns[type] -= std::min(c.host_outside_ns[type], c.host_union_ns[type]);
+  }
 }
 
 // GPU types: device events are sorted by start across all streams, so one
 // streaming merge per type (and per device for kernels) gives the union.
-void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last) {
+void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64_t* last, const IntervalList* clip) {
+  std::array<WindowedLength, PK_EVENT_TYPE_COUNT> within;
+  within.fill(WindowedLength(clip));
   std::array<IntervalMerger, PK_EVENT_TYPE_COUNT> by_type;
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) by_type[type] = IntervalMerger(nullptr, &within[type]);
   std::map<uint32_t, IntervalMerger> kernels_by_device;
   const bool window = r.info.end_ns > r.info.start_ns;
   for (const DeviceInfo& d : r.devices) {
@@ -126,7 +158,8 @@ void add_device_unions(const Result& r, SummaryContext& c, uint64_t* first, uint
   }
   for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
     by_type[type].flush();
-    c.device_union_ns[type] = by_type[type].length();
+    c.device_union_ns[type] = within[type].length();
+    c.device_outside_ns[type] = by_type[type].length() - std::min(by_type[type].length(), within[type].length());
   }
   for (auto& [device, merger] : kernels_by_device) {
     merger.flush();
@@ -142,8 +175,12 @@ SummaryContext make_summary_context(const Result& result, const SummaryOptions& 
   c.options = options;
   uint64_t first = UINT64_MAX;
   uint64_t last = 0;
-  add_host_unions(result, c, &first, &last);
-  add_device_unions(result, c, &first, &last);
+  // The window the unions are measured in: the steps (add_host_unions finds
+  // them), else the recorded window.
+  IntervalList window;
+  if (result.info.end_ns > result.info.start_ns) window.push_back({result.info.start_ns, result.info.end_ns});
+  add_host_unions(result, c, &first, &last, &window);
+  add_device_unions(result, c, &first, &last, window.empty() ? nullptr : &window);
 
   if (result.info.end_ns > result.info.start_ns) {
     c.span_start_ns = result.info.start_ns;
@@ -162,6 +199,20 @@ SummaryContext make_summary_context(const Result& result, const SummaryOptions& 
     if (c.total_time_ns > 0) c.total_window.push_back({c.span_start_ns, c.span_end_ns});
   }
   return c;
+}
+
+bool SummaryContext::time_outside_window() const noexcept {
+  for (uint32_t type = 0; type < PK_EVENT_TYPE_COUNT; ++type) {
+    if (host_outside_ns[type] > 0 || device_outside_ns[type] > 0) return true;
+  }
+  return false;
+}
+
+std::string SummaryContext::outside_window_note() const {
+  if (!time_outside_window()) return {};
+  return has_steps ? "Only time inside the ProfileSteps counts here: some events lie (partly) before, between or "
+                     "after them, which the per-name tables count in full."
+                   : "Only time inside the recorded span counts here: some events lie (partly) outside it.";
 }
 
 std::string SummaryContext::zero_length_steps_note() const {

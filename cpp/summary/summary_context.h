@@ -9,6 +9,12 @@
 // info.start_ns..end_ns, else the extent of its events. It can still be 0 (an
 // empty trace); ratios then show as missing, never as a division by zero.
 //
+// The per-type unions count only time inside total_window (the steps, else
+// the span): they are shown as shares of total_time, and time before the
+// first step, between steps (pk_step_end ... pk_step_begin) or after the
+// last (a kernel still running) would make a share pass 100 %. What was left
+// out is kept per type for the tables' notes.
+//
 // Thread-safety: immutable once made. Ownership: borrows the Result, which
 // must outlive it.
 #pragma once
@@ -30,18 +36,23 @@ struct SummaryContext {
   const Result* result = nullptr;
   SummaryOptions options;
 
-  // Host events per type: how many, and their union across threads.
+  // Host events per type: how many, and their union across threads within
+  // total_window; the union's time outside it.
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> host_calls{};
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> host_union_ns{};
+  std::array<uint64_t, PK_EVENT_TYPE_COUNT> host_outside_ns{};
   // GPU activity per type (Kernel, Memcpy, Memset): how many, and their union
-  // across every stream of every device.
+  // across every stream of every device within total_window; the union's
+  // time outside it.
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> device_calls{};
   std::array<uint64_t, PK_EVENT_TYPE_COUNT> device_union_ns{};
+  std::array<uint64_t, PK_EVENT_TYPE_COUNT> device_outside_ns{};
   // Union of kernel time per device id within the recorded window (when the
   // Result has one), ascending by id; includes devices of the Result's device
   // table that ran nothing.
   std::vector<std::pair<uint32_t, uint64_t>> kernel_union_by_device;
 
+  // Whole, not clipped to total_window.
   IntervalList step_union;         // ProfileStep ranges
   IntervalList model_union;        // Dataloader ∪ Forward ∪ Backward ∪ Optimization
   IntervalList communication_cpu;  // Communication host events
@@ -62,6 +73,11 @@ struct SummaryContext {
   bool zero_length_steps() const { return !has_steps && host_calls[PK_EVENT_PROFILE_STEP] > 0; }
   // The note saying so; empty unless zero_length_steps().
   std::string zero_length_steps_note() const;
+  // Whether some type's union has time outside total_window.
+  bool time_outside_window() const noexcept;
+  // For the tables of unions: only time within total_window counts. Empty
+  // unless time_outside_window().
+  std::string outside_window_note() const;
 };
 
 SummaryContext make_summary_context(const Result& result, const SummaryOptions& options);

@@ -96,8 +96,30 @@ void ResultBuilder::compact_strings(std::vector<pk_host_event>& events, std::vec
 
 std::unique_ptr<Result> ResultBuilder::finish() {
   auto result = std::make_unique<Result>();
+  HostEvents host;
+  const std::vector<uint32_t> final_index = lay_out_threads(*result, host);
+  std::stable_sort(host.args.begin(), host.args.end(),
+                   [](const pk_event_arg& a, const pk_event_arg& b) { return a.event < b.event; });
+  order_memory_events(final_index);
+  attach_device_events(host.call_by_correlation);
+  compact_strings(host.events, host.args);
 
-  // Threads in tid order; remember where each handle went.
+  result->info = std::move(info_);
+  result->strings = std::move(strings_);
+  result->host_events = Column<pk_host_event>(std::move(host.events));
+  result->event_args = Column<pk_event_arg>(std::move(host.args));
+  result->memory_events = Column<pk_memory_event>(std::move(memory_events_));
+  result->device_events = Column<pk_device_event>(std::move(device_events_));
+  result->kernel_details = Column<pk_kernel_detail>(std::move(kernel_details_));
+  result->memory_op_details = Column<pk_memory_op_detail>(std::move(memory_op_details_));
+  result->devices = std::move(devices_);
+  result->metadata = std::move(metadata_);
+  return result;
+}
+
+// Threads in tid order, each thread's events contiguous in `host.events`;
+// returns where each thread handle went.
+std::vector<uint32_t> ResultBuilder::lay_out_threads(Result& result, HostEvents& host) {
   std::vector<uint32_t> order(threads_.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return threads_[a].tid < threads_[b].tid; });
@@ -105,52 +127,57 @@ std::unique_ptr<Result> ResultBuilder::finish() {
 
   size_t total = 0;
   for (const ThreadData& t : threads_) total += t.events.size();
-  std::vector<pk_host_event> events;
-  events.reserve(total);
-  std::vector<pk_event_arg> args;
-  std::unordered_map<uint32_t, uint64_t> call_by_correlation;
-
+  host.events.reserve(total);
   for (uint32_t position = 0; position < order.size(); ++position) {
     ThreadData& t = threads_[order[position]];
     final_index[order[position]] = position;
     sanitize(t.events);
     sort_thread_events(t.events);
-    const uint64_t first = events.size();
-
+    const uint64_t first = host.events.size();
     // Resolve arguments and runtime calls while depth hints are still there.
-    if (!t.args.empty() || !t.calls.empty()) {
-      std::unordered_map<uint64_t, uint64_t> by_key;
-      by_key.reserve(t.events.size());
-      for (uint64_t i = 0; i < t.events.size(); ++i) {
-        by_key.emplace(start_depth_key(t.events[i].start_ns, t.events[i].depth), i);
-      }
-      for (const PendingArg& a : t.args) {
-        auto it = by_key.find(start_depth_key(a.start_ns, a.depth));
-        if (it == by_key.end() || t.events[it->second].start_ns != a.start_ns) continue;
-        if (a.key >= strings_.size()) continue;
-        if (a.kind == PK_ARG_STRING && (a.value < 0 || static_cast<uint64_t>(a.value) >= strings_.size())) continue;
-        args.push_back({first + it->second, a.key, a.kind, a.value});
-      }
-      for (const PendingCall& c : t.calls) {
-        auto it = by_key.find(start_depth_key(c.start_ns, kRuntimeCallDepthHint));
-        if (it == by_key.end()) continue;
-        call_by_correlation[c.correlation_id] = first + it->second;
-      }
-    }
+    if (!t.args.empty() || !t.calls.empty()) resolve_args_and_calls(t, first, host);
     nest_by_containment(t.events);
-    events.insert(events.end(), t.events.begin(), t.events.end());
-    result->threads.push_back({t.tid, std::move(t.name), first, t.events.size()});
+    host.events.insert(host.events.end(), t.events.begin(), t.events.end());
+    result.threads.push_back({t.tid, std::move(t.name), first, t.events.size()});
     t.events = {};
   }
-  std::stable_sort(args.begin(), args.end(),
-                   [](const pk_event_arg& a, const pk_event_arg& b) { return a.event < b.event; });
+  return final_index;
+}
 
+// Finds each argument's event and each runtime call by (start, depth hint);
+// an argument whose event or ids are not in the result is left out.
+void ResultBuilder::resolve_args_and_calls(const ThreadData& t, uint64_t first, HostEvents& host) const {
+  std::unordered_map<uint64_t, uint64_t> by_key;
+  by_key.reserve(t.events.size());
+  for (uint64_t i = 0; i < t.events.size(); ++i) {
+    by_key.emplace(start_depth_key(t.events[i].start_ns, t.events[i].depth), i);
+  }
+  for (const PendingArg& a : t.args) {
+    auto it = by_key.find(start_depth_key(a.start_ns, a.depth));
+    if (it == by_key.end() || t.events[it->second].start_ns != a.start_ns) continue;
+    if (a.key >= strings_.size()) continue;
+    if (a.kind == PK_ARG_STRING && (a.value < 0 || static_cast<uint64_t>(a.value) >= strings_.size())) continue;
+    host.args.push_back({first + it->second, a.key, a.kind, a.value});
+  }
+  for (const PendingCall& c : t.calls) {
+    auto it = by_key.find(start_depth_key(c.start_ns, kRuntimeCallDepthHint));
+    if (it == by_key.end()) continue;
+    host.call_by_correlation[c.correlation_id] = first + it->second;
+  }
+}
+
+// Memory events name threads by their final index, in time order.
+void ResultBuilder::order_memory_events(const std::vector<uint32_t>& final_index) {
   for (pk_memory_event& m : memory_events_) {
     if (m.thread < final_index.size()) m.thread = final_index[m.thread];
   }
   std::stable_sort(memory_events_.begin(), memory_events_.end(),
                    [](const pk_memory_event& a, const pk_memory_event& b) { return a.time_ns < b.time_ns; });
+}
 
+// Each GPU record points at its launching runtime call, or is counted as
+// unattached; then all are put in start order.
+void ResultBuilder::attach_device_events(const std::unordered_map<uint32_t, uint64_t>& call_by_correlation) {
   for (pk_device_event& d : device_events_) {
     auto it = call_by_correlation.find(d.correlation_id);
     if (it != call_by_correlation.end()) {
@@ -162,20 +189,6 @@ std::unique_ptr<Result> ResultBuilder::finish() {
   }
   std::stable_sort(device_events_.begin(), device_events_.end(),
                    [](const pk_device_event& a, const pk_device_event& b) { return a.start_ns < b.start_ns; });
-
-  compact_strings(events, args);
-
-  result->info = std::move(info_);
-  result->strings = std::move(strings_);
-  result->host_events = Column<pk_host_event>(std::move(events));
-  result->event_args = Column<pk_event_arg>(std::move(args));
-  result->memory_events = Column<pk_memory_event>(std::move(memory_events_));
-  result->device_events = Column<pk_device_event>(std::move(device_events_));
-  result->kernel_details = Column<pk_kernel_detail>(std::move(kernel_details_));
-  result->memory_op_details = Column<pk_memory_op_detail>(std::move(memory_op_details_));
-  result->devices = std::move(devices_);
-  result->metadata = std::move(metadata_);
-  return result;
 }
 
 }  // namespace profkit

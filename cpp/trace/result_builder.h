@@ -88,7 +88,19 @@ class ResultBuilder {
     std::vector<PendingCall> calls;
   };
 
+  // The host side of the result as finish() lays it out.
+  struct HostEvents {
+    std::vector<pk_host_event> events;
+    std::vector<pk_event_arg> args;
+    std::unordered_map<uint32_t, uint64_t> call_by_correlation;  // -> index in events
+  };
+
+  // The steps of finish().
+  std::vector<uint32_t> lay_out_threads(Result& result, HostEvents& host);
   void sanitize(std::vector<pk_host_event>& events) const;
+  void resolve_args_and_calls(const ThreadData& t, uint64_t first, HostEvents& host) const;
+  void order_memory_events(const std::vector<uint32_t>& final_index);
+  void attach_device_events(const std::unordered_map<uint32_t, uint64_t>& call_by_correlation);
   void compact_strings(std::vector<pk_host_event>& events, std::vector<pk_event_arg>& args);
 
   ResultInfo info_;

@@ -38,6 +38,17 @@ inline const char* path_arg(const std::string& path) {
   return path.c_str();
 }
 
+// Text for the C ABI (a name, a metadata key or value). C strings end at the
+// first NUL, so the engine would silently keep only what comes before one:
+// refuse it instead, naming what was passed (as RecordEvent's names do).
+inline const char* text_arg(const std::string& text, const char* what) {
+  if (text.find('\0') != std::string::npos) {
+    throw py::value_error(std::string(what) + " " + py::repr(py::str(text)).cast<std::string>() +
+                          " contains a NUL character, where the C engine's text would end: remove it");
+  }
+  return text.c_str();
+}
+
 struct ResultDeleter {
   void operator()(pk_result* r) const { pk_result_release(r); }
 };

@@ -14,7 +14,7 @@ void bind_engine(py::module_& m) {
   m.def("version", &pk_version_string, "The profkit release of the loaded engine");
 
   m.def(
-      "intern", [](const std::string& name) { return pk_intern(name.c_str()); },
+      "intern", [](const std::string& name) { return pk_intern(text_arg(name, "name")); },
       "Interns a name; returns its stable id", py::arg("name"));
   m.def(
       "name_string",
@@ -27,7 +27,10 @@ void bind_engine(py::module_& m) {
       "begin_event", [](pk_name_id name, int type) { pk_begin_event(name, static_cast<pk_event_type>(type)); },
       py::arg("name_id"), py::arg("event_type"));
   m.def(
-      "begin_event_str", [](const char* name, int type) { pk_begin_event_str(name, static_cast<pk_event_type>(type)); },
+      "begin_event_str",
+      [](const std::string& name, int type) {
+        pk_begin_event_str(text_arg(name, "event name"), static_cast<pk_event_type>(type));
+      },
       py::arg("name"), py::arg("event_type"));
   m.def("end_event", &pk_end_event);
   m.def(
@@ -35,7 +38,8 @@ void bind_engine(py::module_& m) {
       py::arg("name_id"), py::arg("event_type"));
   m.def("event_arg_int", &pk_event_arg_int, py::arg("key_id"), py::arg("value"));
   m.def(
-      "event_arg_str", [](pk_name_id key, const std::string& v) { pk_event_arg_str(key, v.c_str()); },
+      "event_arg_str",
+      [](pk_name_id key, const std::string& v) { pk_event_arg_str(key, text_arg(v, "argument value")); },
       py::arg("key_id"), py::arg("value"));
   m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
   m.def(
@@ -51,7 +55,7 @@ void bind_engine(py::module_& m) {
   m.def(
       "set_thread_name",
       [](const std::string& name) {
-        check(pk_set_thread_name(name.c_str()));
+        check(pk_set_thread_name(text_arg(name, "thread name")));
         note_thread_named();  // RecordEvent no longer names it after its threading.Thread
       },
       py::arg("name"));
@@ -86,7 +90,7 @@ void bind_engine(py::module_& m) {
   m.def(
       "set_metadata",
       [](const std::string& key, std::optional<std::string> value) {
-        check(pk_set_metadata(key.c_str(), value ? value->c_str() : nullptr));
+        check(pk_set_metadata(text_arg(key, "metadata key"), value ? text_arg(*value, "metadata value") : nullptr));
       },
       py::arg("key"), py::arg("value"));
   m.def("counters", [] {

@@ -19,10 +19,13 @@ import enum
 import json
 import math
 import operator
-from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional
+import textwrap
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-__all__ = ["SummaryTable", "summary_text", "summary_data", "SORT_KEYS", "VIEWS", "TIME_UNITS"]
+from ._enums import SortedKeys
+
+__all__ = ["SummaryOptions", "SummaryTable", "summary_text", "summary_data", "SORT_KEYS", "VIEWS", "TIME_UNITS"]
 
 # Names in value order: SortedKeys and SummaryView use these values, and so
 # does the C ABI (pk_sort_key, pk_summary_view, pk_time_unit).
@@ -157,35 +160,17 @@ def _row_limit(row_limit: Any) -> int:
     return 0 if limit > _ROW_LIMIT_MAX else limit
 
 
-def _time_unit(time_unit: Any) -> int:
+def check_time_unit(time_unit: Any) -> int:
+    """The index of `time_unit` among TIME_UNITS, or a ValueError naming them."""
     if isinstance(time_unit, str) and time_unit in TIME_UNITS:
         return TIME_UNITS.index(time_unit)
     valid = ", ".join(repr(u) for u in TIME_UNITS)
     raise ValueError(f"time_unit must be one of {valid}; got {time_unit!r}")
 
 
-def _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit) -> Dict[str, Any]:
-    return {
-        "sorted_by": _choice(sorted_by, "sorted_by", SORT_KEYS, "SortedKeys"),
-        "op_detail": bool(op_detail),
-        "thread_sep": bool(thread_sep),
-        "time_unit": _time_unit(time_unit),
-        "views": _views_mask(views),
-        "row_limit": _row_limit(row_limit),
-    }
-
-
-def summary_text(
-    result,
-    sorted_by: Any = 0,
-    op_detail: bool = True,
-    thread_sep: bool = False,
-    time_unit: str = "ms",
-    views: Any = None,
-    row_limit: Optional[int] = None,
-) -> str:
-    """The summary tables of `result` (a ``profkit._C.Result``) as text.
-
+# What each option means: SummaryOptions' docstring, and appended to each
+# entry point's (with_options_doc), so that help() shows it everywhere.
+OPTIONS_DOC = """\
     sorted_by: a SortedKeys member, its value (0-7) or its name; orders the
         rows of the Operator, Kernel, Memory Manipulation and UserDefined
         tables (Min keys ascending, the others descending).
@@ -198,29 +183,95 @@ def summary_text(
         or a list of them.
     row_limit: at most this many top-level rows per table (per thread with
         thread_sep; in the Memory table, event rows per device); None for all.
+"""
+_RAISES_DOC = """
+    Raises:
+        ValueError: an option out of range (the message names the valid values).
+"""
 
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    __doc__ = (
+        """The summary tables' options, checked when made: their one home.
+
+    Every entry point (``Profiler.summary``, ``ProfilerResult.summary`` /
+    ``summary_data``, ``profkit summary``, the functions below) makes one of
+    these, so the defaults and checks here are the only ones. Adding an
+    option: a field here and its check in ``_check``; the parameter in the
+    entry points' signatures (written out for help() and IDEs;
+    test_summary_options holds them to these fields and defaults); the CLI
+    flag; the engine's side.
+
+"""
+        + OPTIONS_DOC
+        + _RAISES_DOC
+    )
+
+    sorted_by: Any = SortedKeys.CPUTotal
+    op_detail: bool = True
+    thread_sep: bool = False
+    time_unit: str = "ms"
+    views: Any = None
+    row_limit: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        # Checked up front, once: the engine's arguments are kept, so a bad
+        # value fails where the options are given, not where they are used.
+        object.__setattr__(self, "_engine", self._check())
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> "SummaryOptions":
+        """The options from an entry point's ``locals()``: its parameters of
+        the same names (other names, such as ``self``, are left out)."""
+        return cls(**{f.name: arguments[f.name] for f in fields(cls)})
+
+    def _check(self) -> Dict[str, Any]:
+        return {
+            "sorted_by": _choice(self.sorted_by, "sorted_by", SORT_KEYS, "SortedKeys"),
+            "op_detail": bool(self.op_detail),
+            "thread_sep": bool(self.thread_sep),
+            "time_unit": check_time_unit(self.time_unit),
+            "views": _views_mask(self.views),
+            "row_limit": _row_limit(self.row_limit),
+        }
+
+    def engine_arguments(self) -> Dict[str, Any]:
+        """The keyword arguments of ``_C.Result.summary_text`` / ``summary_json``."""
+        return dict(self._engine)  # type: ignore[attr-defined]
+
+
+def with_options_doc(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Appends what the options mean to an entry point's docstring."""
+    doc = (function.__doc__ or "").rstrip()
+    function.__doc__ = doc + "\n\n    Args:\n" + textwrap.indent(OPTIONS_DOC, "    ") + _RAISES_DOC
+    return function
+
+
+def _options(options: Optional[SummaryOptions], arguments: Dict[str, Any]) -> SummaryOptions:
+    if options is None:
+        return SummaryOptions(**arguments)
+    if arguments:
+        raise TypeError(f"give the summary options as a SummaryOptions or as keywords, not both ({sorted(arguments)})")
+    return options
+
+
+def summary_text(result, options: Optional[SummaryOptions] = None, **arguments: Any) -> str:
+    """The summary tables of `result` (a ``profkit._C.Result``) as text.
+
+    ``options``, or the keywords to make them (see :class:`SummaryOptions`).
     Raises ValueError naming the valid values when an argument is out of range.
     """
-    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
-    return result.summary_text(**args)
+    return result.summary_text(**_options(options, arguments).engine_arguments())
 
 
-def summary_data(
-    result,
-    sorted_by: Any = 0,
-    op_detail: bool = True,
-    thread_sep: bool = False,
-    time_unit: str = "ms",
-    views: Any = None,
-    row_limit: Optional[int] = None,
-) -> Dict[str, SummaryTable]:
+def summary_data(result, options: Optional[SummaryOptions] = None, **arguments: Any) -> Dict[str, SummaryTable]:
     """The rows of the summary tables as data: ``{view name: SummaryTable}``
     in view order, with the same arguments (and errors) as :func:`summary_text`.
-    Times are in `time_unit`. When the recording lost events (memory cap,
-    nesting limit, GPU buffers), every table's notes start with a
-    ``"Warning: ..."`` line saying so, as the text does."""
-    args = _engine_arguments(sorted_by, op_detail, thread_sep, time_unit, views, row_limit)
-    document = json.loads(result.summary_json(**args))
+    Times are in the options' time unit. When the recording lost events
+    (memory cap, nesting limit, GPU buffers), every table's notes start with
+    a ``"Warning: ..."`` line saying so, as the text does."""
+    document = json.loads(result.summary_json(**_options(options, arguments).engine_arguments()))
     losses = [f"Warning: {w}" for w in document.get("warnings", [])]
     tables: Dict[str, SummaryTable] = {}
     for t in document["tables"]:

@@ -25,6 +25,7 @@ import warnings
 from typing import List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
+from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
 
 __all__ = ["main"]
@@ -93,9 +94,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the tables' rows (with --ranks: the per-rank figures) as JSON"
     )
     summary.add_argument(
-        "--sorted-by", choices=[k.name for k in SortedKeys], help="operator table order (default CPUTotal)"
+        "--sorted-by",
+        choices=[k.name for k in SortedKeys],
+        help=f"operator table order (default {SummaryOptions.sorted_by.name})",
     )
-    summary.add_argument("--time-unit", default="ms", choices=["s", "ms", "us", "ns"])
+    summary.add_argument("--time-unit", default=SummaryOptions.time_unit, choices=TIME_UNITS)
     summary.add_argument(
         "--views",
         action="append",
@@ -219,10 +222,10 @@ def _summary(args: argparse.Namespace) -> None:
         raise _UsageError(f"summary takes one FILE ({len(args.files)} given); compare ranks with --ranks FILE ...")
     from .result import load_profiler_result
 
-    result = load_profiler_result(args.files[0])
+    result = load_profiler_result(args.files[0]).raw
     views = [SummaryView[v] for values in args.views for v in values] if args.views else None
-    options = dict(
-        sorted_by=SortedKeys[args.sorted_by or "CPUTotal"],
+    options = SummaryOptions(
+        sorted_by=SortedKeys[args.sorted_by] if args.sorted_by else SummaryOptions.sorted_by,
         op_detail=not args.no_op_detail,
         thread_sep=args.thread_sep,
         time_unit=args.time_unit,
@@ -230,20 +233,26 @@ def _summary(args: argparse.Namespace) -> None:
         row_limit=args.row_limit,
     )
     if args.json:
-        tables = result.summary_data(**options)
+        tables = summary_data(result, options)
         print(json.dumps({view: dataclasses.asdict(table) for view, table in tables.items()}))
     else:
-        print(result.summary(**options))
+        print(summary_text(result, options))
 
 
-# The summary tables' options, which the cross-rank view has no use for.
+# The flag of each SummaryOptions field but time_unit: the tables' options,
+# which the cross-rank view has no use for (test_summary_options holds this
+# to the fields).
 _TABLE_OPTIONS = {
     "sorted_by": "--sorted-by",
     "views": "--views",
-    "no_op_detail": "--no-op-detail",
+    "op_detail": "--no-op-detail",
     "thread_sep": "--thread-sep",
     "row_limit": "--row-limit",
 }
+
+
+def _flag_given(args: argparse.Namespace, flag: str) -> bool:
+    return getattr(args, flag.lstrip("-").replace("-", "_")) not in (None, False)
 
 
 def _summary_ranks(args: argparse.Namespace) -> None:
@@ -252,7 +261,7 @@ def _summary_ranks(args: argparse.Namespace) -> None:
 
     # Refused rather than ignored: a user who asked for them would otherwise
     # read the cross-rank view as if they had applied.
-    given = [flag for attr, flag in _TABLE_OPTIONS.items() if getattr(args, attr) not in (None, False)]
+    given = [flag for flag in _TABLE_OPTIONS.values() if _flag_given(args, flag)]
     if given:
         raise _UsageError(
             f"summary --ranks prints one row per rank and takes none of the tables' options ({', '.join(given)}); "

@@ -104,8 +104,7 @@ class CrossRankSummary:
 
     def text(self, time_unit: str = "ms") -> str:
         """The table, laid out like the summary tables."""
-        if time_unit not in _UNITS:
-            raise ValueError(f"time_unit must be one of {', '.join(map(repr, _UNITS))}; got {time_unit!r}")
+        _summary.check_time_unit(time_unit)  # the summary tables' units, and their message
         scale = _UNITS[time_unit]
         header = ["Name", "Rank", "Steps", "Step Time", "Computation", "Communication", "Overlap", "Other", "Comm MB"]
 

@@ -44,12 +44,12 @@ import shutil
 import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _C
 from ._merge_sources import FOOTER, HEADER, MergeError, Source, display_text, normalize_inputs, parse_merge_inputs
 from ._merge_writing import LineRewriter, Writer, write_chrome, write_pktrace
-from ._output_files import output_file, written
+from ._output_files import OutputFile, output_file, written
 from ._warnings import ProfilerWarning
 from .export_callbacks import PKTRACE_SUFFIX
 
@@ -236,6 +236,23 @@ def merge_traces(
     if not pairs:
         raise MergeError("merge: no inputs; give one or more NAME=FILE (or FILE) arguments")
     output = os.fspath(output)
+    target = _output_target(output)
+    sources = _open_sources(pairs, output)
+    _names(sources)
+    problems = _check(sources, strict)
+    for message in problems:
+        warnings.warn(f"profkit merge: {message}", ProfilerWarning, stacklevel=2)
+    base_wall_ns = min(s.meta["first_wall_ns"] for s in sources)
+    merged = _write_merged(target, sources, base_wall_ns, include_flows, problems)
+    return MergeReport(output=output, base_wall_ns=base_wall_ns, inputs=merged, warnings=problems)
+
+
+# ---- the steps of merge_traces ----------------------------------------------------
+
+
+def _output_target(output: str) -> OutputFile:
+    """Where the merged file goes, refused up front when it cannot be written
+    there: before any input is read."""
     if output.endswith(PKTRACE_SUFFIX):
         # Loaders tell formats by content, people by name: a .pktrace holding JSON misleads both.
         raise MergeError(
@@ -243,80 +260,107 @@ def merge_traces(
             "name it .trace.json (or .json)"
         )
     try:
-        target = output_file(output)
+        return output_file(output)
     except IsADirectoryError:
         # Otherwise the rename into place fails naming our temporary file, after every input was read.
         raise MergeError(
             f"merge: the output {output!r} is a directory; name the merged file, e.g. "
             f"{os.path.join(output, 'merged.trace.json')!r}"
         ) from None
+
+
+def _open_sources(pairs: List[Tuple[Optional[str], str]], output: str) -> List[Source]:
+    """Every input opened (its facts read, not its events); none may be the output."""
     sources = [Source(name, path) for name, path in pairs]
     for s in sources:
         if os.path.exists(output) and os.path.samefile(s.path, output):
             raise MergeError(f"merge: the output {output!r} is also an input; write the merged timeline elsewhere")
-    _names(sources)
-    problems = _check(sources, strict)
-    for message in problems:
-        warnings.warn(f"profkit merge: {message}", ProfilerWarning, stacklevel=2)
+    return sources
 
-    base_wall_ns = min(s.meta["first_wall_ns"] for s in sources)
+
+def _write_merged(
+    target: OutputFile, sources: List[Source], base_wall_ns: int, include_flows: bool, problems: List[str]
+) -> List[MergedInput]:
+    """Writes the merged file (temp file + rename): every input's events in
+    turn, then the metadata. Returns what each input contributed."""
     if not target.in_place:
         os.makedirs(target.directory, exist_ok=True)
-    pids = _Pids()
-    merged: List[MergedInput] = []
     # Decoded .pktrace inputs, next to the output where there is room for it
     # (not /dev's for /dev/stdout).
     scratch = tempfile.mkdtemp(dir=None if target.in_place else target.directory, prefix=".merge-")
     try:
         with written(target) as out:
             out.write(HEADER)
-            writer = Writer(out)
-            flow_offset = 0
-            for k, s in enumerate(sources):
-                assert s.name is not None
-                pid_delta = pids.place(s.pids)
-                shift = s.meta["first_wall_ns"] - base_wall_ns
-                placed = {
-                    "pid_delta": pid_delta,
-                    "flow_offset": flow_offset,
-                    "prefix": f"{s.name}: ",
-                    "sort_offset": k * _SORT_INDEX_STRIDE,
-                    "include_flows": include_flows,
-                }
-                if s.is_pktrace:
-                    lines = write_pktrace(s, writer, scratch, base_wall_ns, placed)
-                    flow_offset += s.meta["flow_ids"]
-                else:
-                    rewriter = LineRewriter(placed["prefix"], shift, pid_delta, flow_offset, placed["sort_offset"])
-                    lines = write_chrome(s, writer, rewriter, include_flows)
-                    flow_offset = max(flow_offset, rewriter.max_flow_id)
-                merged.append(
-                    MergedInput(
-                        name=s.name,
-                        path=s.path,
-                        format=s.format,
-                        hostname=s.meta["hostname"],
-                        pid=s.meta["pid"],
-                        trace_pid=s.meta["pid"] + pid_delta,
-                        rank=s.meta["rank"],
-                        world_size=s.meta["world_size"],
-                        span_index=s.meta["span_index"],
-                        shift_ns=shift,
-                        first_wall_ns=s.meta["first_wall_ns"],
-                        last_wall_ns=s.meta["last_wall_ns"],
-                        event_count=s.meta["event_count"],
-                        lines=lines,
-                    )
-                )
+            merged = _write_inputs(Writer(out), sources, scratch, base_wall_ns, include_flows)
             out.write(FOOTER)
-            metadata = {
-                "profkit_version": _C.version(),
-                "base_wall_ns": base_wall_ns,
-                "merged_from": [dict(asdict(m), path=display_text(m.path)) for m in merged],
-                "warnings": problems,
-            }
-            out.write(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
-            out.write(b"}\n")
+            out.write(_metadata(base_wall_ns, merged, problems))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return MergeReport(output=output, base_wall_ns=base_wall_ns, inputs=merged, warnings=problems)
+    return merged
+
+
+def _write_inputs(
+    writer: Writer, sources: List[Source], scratch: str, base_wall_ns: int, include_flows: bool
+) -> List[MergedInput]:
+    """Each input's events, placed where no other input's pids, flow ids or
+    process sort indexes are."""
+    pids = _Pids()
+    merged: List[MergedInput] = []
+    flow_offset = 0
+    for k, s in enumerate(sources):
+        assert s.name is not None
+        placed = {
+            "pid_delta": pids.place(s.pids),
+            "flow_offset": flow_offset,
+            "prefix": f"{s.name}: ",
+            "sort_offset": k * _SORT_INDEX_STRIDE,
+            "include_flows": include_flows,
+        }
+        shift = s.meta["first_wall_ns"] - base_wall_ns
+        lines, flow_offset = _write_input(s, writer, scratch, base_wall_ns, shift, placed)
+        merged.append(_merged_input(s, placed["pid_delta"], shift, lines))
+    return merged
+
+
+def _write_input(
+    s: Source, writer: Writer, scratch: str, base_wall_ns: int, shift: int, placed: Dict[str, Any]
+) -> Tuple[int, int]:
+    """One input's events where `placed` says; returns the trace events
+    written and the flow id offset of the next input."""
+    if s.is_pktrace:
+        lines = write_pktrace(s, writer, scratch, base_wall_ns, placed)
+        return lines, placed["flow_offset"] + s.meta["flow_ids"]
+    rewriter = LineRewriter(placed["prefix"], shift, placed["pid_delta"], placed["flow_offset"], placed["sort_offset"])
+    lines = write_chrome(s, writer, rewriter, placed["include_flows"])
+    return lines, max(placed["flow_offset"], rewriter.max_flow_id)
+
+
+def _merged_input(s: Source, pid_delta: int, shift: int, lines: int) -> MergedInput:
+    assert s.name is not None
+    return MergedInput(
+        name=s.name,
+        path=s.path,
+        format=s.format,
+        hostname=s.meta["hostname"],
+        pid=s.meta["pid"],
+        trace_pid=s.meta["pid"] + pid_delta,
+        rank=s.meta["rank"],
+        world_size=s.meta["world_size"],
+        span_index=s.meta["span_index"],
+        shift_ns=shift,
+        first_wall_ns=s.meta["first_wall_ns"],
+        last_wall_ns=s.meta["last_wall_ns"],
+        event_count=s.meta["event_count"],
+        lines=lines,
+    )
+
+
+def _metadata(base_wall_ns: int, merged: List[MergedInput], problems: List[str]) -> bytes:
+    """The merged file's "profkit" object and the document's closing brace."""
+    metadata = {
+        "profkit_version": _C.version(),
+        "base_wall_ns": base_wall_ns,
+        "merged_from": [dict(asdict(m), path=display_text(m.path)) for m in merged],
+        "warnings": problems,
+    }
+    return json.dumps(metadata, ensure_ascii=False).encode("utf-8") + b"}\n"

@@ -27,17 +27,24 @@ effect when that step() returns.
 
 import atexit
 import functools
-import operator
 import os
 import sys
 import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
-from . import _C, _lifecycle, _multiprocessing_children, _rank, _window_listeners
+from . import _C, _lifecycle, _multiprocessing_children, _rank, _summary, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
+from ._profiler_arguments import (
+    MIN_MEMORY_CAP,
+    check_on_trace_ready,
+    check_samples,
+    resolve_targets,
+    warn_unsupported,
+    whole_number,
+)
 from ._warnings import ProfilerWarning, warn_at_caller
-from .export_callbacks import export_chrome_tracing, export_protobuf
+from .export_callbacks import export_chrome_tracing
 from .result import ProfilerResult
 from .scheduler import Scheduler, SchedulerArg, predictable, scheduler_from_argument, steady_until
 from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
@@ -48,10 +55,6 @@ __all__ = ["Profiler", "DEFAULT_LOG_DIR"]
 DEFAULT_LOG_DIR = "./profiler_log/"
 
 _CLOSED = ProfilerState.CLOSED
-
-# The engine's least memory cap: one record buffer (pk_set_memory_cap refuses
-# less; a test holds the two together).
-MIN_MEMORY_CAP = 256 * 1024
 
 # The Profiler that drives the engine now (timer-only ones do not), held
 # weakly: a started Profiler that the program dropped without stop() (a
@@ -151,7 +154,9 @@ def _leave_the_parents_session() -> None:
 _gpu_warning_given = False
 
 
-def _warn_gpu_unavailable(reason: str) -> None:
+def _warn_gpu_unavailable(reason: str, stacklevel: int = 4) -> None:
+    """Once per process. ``stacklevel``: the user's line (the default, from
+    a method of Profiler's one call below the public one)."""
     global _gpu_warning_given
     if _gpu_warning_given:
         return
@@ -159,7 +164,7 @@ def _warn_gpu_unavailable(reason: str) -> None:
     warnings.warn(
         f"profkit: GPU profiling is not available here ({reason}); profiling the CPU only",
         ProfilerWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
 
 
@@ -183,67 +188,6 @@ def _synchronize_gpu() -> None:
             f"profkit: could not synchronize the GPU before closing the window ({e}); "
             "GPU work still running is in the trace without an end time"
         )
-
-
-# paddle.profiler's targets that profkit has no tracer for.
-_UNTRACEABLE_TARGETS = frozenset({ProfilerTarget.XPU, ProfilerTarget.CUSTOM_DEVICE})
-
-
-def _resolve_targets(targets: Optional[Iterable[ProfilerTarget]]) -> Set[ProfilerTarget]:
-    """The devices to trace: None or an empty list means the CPU plus the GPU when it can be traced."""
-    gpu_ok, reason = _C.gpu_available()
-    if isinstance(targets, ProfilerTarget):
-        targets = [targets]
-    if targets is not None and (isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable)):
-        raise TypeError(
-            "Profiler: targets must be a ProfilerTarget or a list of them (ProfilerTarget.CPU, ProfilerTarget.GPU), "
-            f"not {type(targets).__name__}"
-        )
-    resolved: Set[ProfilerTarget] = set()
-    for target in targets or ():
-        if not isinstance(target, ProfilerTarget):
-            raise TypeError(f"Profiler: targets must be ProfilerTarget values, got {target!r}")
-        resolved.add(target)
-    if not resolved:
-        # paddle.profiler's `if targets:` -- an empty list is the default too.
-        return {ProfilerTarget.CPU, ProfilerTarget.GPU} if gpu_ok else {ProfilerTarget.CPU}
-    unsupported = sorted((t for t in resolved if t in _UNTRACEABLE_TARGETS), key=lambda t: t.value)
-    if unsupported:
-        warnings.warn(
-            f"profkit: cannot trace {', '.join(t.name for t in unsupported)} (only the CPU and CUDA GPUs); "
-            "profiling without it",
-            ProfilerWarning,
-            stacklevel=3,
-        )
-        resolved.difference_update(unsupported)
-    if ProfilerTarget.GPU in resolved and not gpu_ok:
-        _warn_gpu_unavailable(reason)
-        resolved.discard(ProfilerTarget.GPU)
-    resolved.add(ProfilerTarget.CPU)  # the host is always profiled
-    return resolved
-
-
-def _samples(num_samples: Optional[int]) -> Optional[int]:
-    if num_samples is None:
-        return None
-    if isinstance(num_samples, bool):
-        raise TypeError("Profiler.step: num_samples must be an int or None, not bool")
-    try:
-        n = operator.index(num_samples)
-    except TypeError:
-        raise TypeError(f"Profiler.step: num_samples must be an int or None, not {type(num_samples).__name__}") from None
-    if n < 0 or n >= 2**64:
-        raise ValueError(f"Profiler.step: num_samples must be >= 0 and < 2**64, got {n}")
-    return n
-
-
-def _whole_number(name: str, value: Any, *, minimum: int) -> int:
-    """``value`` as an int >= minimum, or a TypeError/ValueError naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Profiler: {name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"Profiler: {name} must be >= {minimum}, got {value}")
-    return value
 
 
 def _losses(info: Dict[str, Any], memory_cap: int) -> str:
@@ -308,53 +252,26 @@ class Profiler:
         benchmark_warmup_steps: int = DEFAULT_WARMUP_STEPS,
         memory_cap: Optional[int] = None,
     ) -> None:
-        self.targets: Set[ProfilerTarget] = _resolve_targets(targets)
+        resolved, gpu_unavailable = resolve_targets(targets)
+        self.targets: Set[ProfilerTarget] = resolved
+        if gpu_unavailable is not None:
+            _warn_gpu_unavailable(gpu_unavailable, stacklevel=3)  # the line that called Profiler(...)
         self.scheduler = scheduler  # the setter resolves (start, end) pairs and None
-        if on_trace_ready is not None and not callable(on_trace_ready):
-            raise TypeError(f"Profiler: on_trace_ready must be callable, not {type(on_trace_ready).__name__}")
-        if on_trace_ready is export_chrome_tracing or on_trace_ready is export_protobuf:
-            # The factory itself, not the callback it makes: it would fail only
-            # when the first window ends, after the steps were recorded.
-            name = on_trace_ready.__name__
-            raise TypeError(
-                f"Profiler: on_trace_ready={name} is the function that makes the callback; "
-                f"call it with the directory to write to: on_trace_ready=profkit.{name}('./profiler_log')"
-            )
+        check_on_trace_ready(on_trace_ready)
         self.on_trace_ready = on_trace_ready
         self.timer_only = bool(timer_only)
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_flops = bool(with_flops)
-        if self.with_flops:
-            # paddle.profiler prints a FLOPs table in summary() for it; nothing
-            # here computes FLOPs, so say so rather than leave the table missing
-            # without a word.
-            warnings.warn(
-                "profkit: with_flops is not supported (no FLOPs are computed; summary() has no FLOPs table) "
-                "and is ignored",
-                ProfilerWarning,
-                stacklevel=2,
-            )
-        if emit_nvtx:
-            warnings.warn("profkit: emit_nvtx is not supported and is ignored", ProfilerWarning, stacklevel=2)
-        if isinstance(custom_device_types, str):
-            # One device name, not a list of one-letter devices ("npu" -> ['n', 'p', 'u']).
-            custom_device_types = [custom_device_types]
-        self.custom_device_types = list(custom_device_types or [])
-        if self.custom_device_types:
-            warnings.warn(
-                f"profkit: custom devices {self.custom_device_types} are not supported; profiling CPU and GPU only",
-                ProfilerWarning,
-                stacklevel=2,
-            )
+        self.custom_device_types = warn_unsupported(self.with_flops, emit_nvtx, custom_device_types)
         #: The number of the step in progress.
         self.step_num = 0
         #: The state of the step in progress, and of the one before it.
         self.current_state = _CLOSED
         self.previous_state = _CLOSED
-        self._timer = StepTimer(_whole_number("benchmark_warmup_steps", benchmark_warmup_steps, minimum=0))
+        self._timer = StepTimer(whole_number("benchmark_warmup_steps", benchmark_warmup_steps, minimum=0))
         self.memory_cap = (
-            None if memory_cap is None else _whole_number("memory_cap", memory_cap, minimum=MIN_MEMORY_CAP)
+            None if memory_cap is None else whole_number("memory_cap", memory_cap, minimum=MIN_MEMORY_CAP)
         )
         self._memory_cap_before: Optional[int] = None  # the engine's cap, to put back at stop()
         self._result: Optional[ProfilerResult] = None
@@ -508,7 +425,7 @@ class Profiler:
             )
         if not self._started:
             raise RuntimeError("Profiler.step(): the Profiler is not started; call start() or use it in a with block")
-        samples = _samples(num_samples)
+        samples = check_samples(num_samples)
         if self.timer_only:
             self._timer.step(samples)
             return
@@ -691,6 +608,7 @@ class Profiler:
             raise ValueError(f"Profiler.export: format must be 'json' or 'pb', got {format!r}")
         result.save(path, format)
 
+    @_summary.with_options_doc
     def summary(
         self,
         sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
@@ -701,15 +619,9 @@ class Profiler:
         row_limit: Optional[int] = None,
     ) -> None:
         """Prints the summary tables of the latest window (SPEC §6)."""
-        text = self._require_result("summary").summary(
-            sorted_by=sorted_by,
-            op_detail=op_detail,
-            thread_sep=thread_sep,
-            time_unit=time_unit,
-            views=views,
-            row_limit=row_limit,
-        )
-        print(text, flush=True)
+        result = self._require_result("summary")
+        options = _summary.SummaryOptions.from_arguments(locals())
+        print(_summary.summary_text(result.raw, options), flush=True)
 
     def _require_result(self, what: str) -> ProfilerResult:
         if self._result is None and self.timer_only:

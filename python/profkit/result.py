@@ -172,6 +172,7 @@ class ProfilerResult:
         self._threads: Optional[List[Dict[str, Any]]] = None
         self._events: Optional[np.ndarray] = None
         self._device_events: Optional[np.ndarray] = None
+        self._event_args: Optional[np.ndarray] = None
 
     # ---- the engine's view ----------------------------------------------------
     @property
@@ -292,12 +293,20 @@ class ProfilerResult:
     @property
     def event_args(self) -> np.ndarray:
         """Event arguments: event index, key, value (int, or str for string arguments)."""
+        # Built once: a result never changes (the engine's records are
+        # frozen), and decoding is a Python loop over every argument.
+        if self._event_args is None:
+            self._event_args = self._decode_event_args()
+        return self._event_args
+
+    def _decode_event_args(self) -> np.ndarray:
         raw = _records.view(self._result.event_args, _records.EVENT_ARG)
         out = np.empty(len(raw), dtype=EVENT_ARG_DTYPE)
         strings = self.strings
         out["event"] = raw["event"].astype(np.int64)
         out["key"] = [strings[k] for k in raw["key"]]
         out["value"] = [strings[v] if kind == 1 else int(v) for kind, v in zip(raw["kind"], raw["value"])]
+        out.flags.writeable = False  # shared by every caller, as .events is
         return out
 
     @property
@@ -459,6 +468,7 @@ class ProfilerResult:
         """
         self._result.export_chrome(os.fsencode(path), label_durations=label_durations, include_flows=include_flows)
 
+    @_summary.with_options_doc
     def summary(
         self,
         sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
@@ -468,16 +478,13 @@ class ProfilerResult:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
     ) -> SummaryText:
-        """The summary tables (SPEC §6) as text; see ``profkit._summary.summary_text``.
+        """The summary tables (SPEC §6) as text.
 
         A ``str``; as a notebook cell's value it is shown as the tables."""
-        return SummaryText(
-            _summary.summary_text(
-                self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
-                row_limit=row_limit,
-            )
-        )
+        options = _summary.SummaryOptions.from_arguments(locals())
+        return SummaryText(_summary.summary_text(self._result, options))
 
+    @_summary.with_options_doc
     def summary_data(
         self,
         sorted_by: Union[SortedKeys, int] = SortedKeys.CPUTotal,
@@ -488,10 +495,8 @@ class ProfilerResult:
         row_limit: Optional[int] = None,
     ) -> Dict[str, Any]:
         """The summary tables as data: one ``SummaryTable`` per view (``.to_pandas()``)."""
-        return _summary.summary_data(
-            self._result, sorted_by, op_detail=op_detail, thread_sep=thread_sep, time_unit=time_unit, views=views,
-            row_limit=row_limit,
-        )
+        options = _summary.SummaryOptions.from_arguments(locals())
+        return _summary.summary_data(self._result, options)
 
 
 def _type_name(value: int) -> str:

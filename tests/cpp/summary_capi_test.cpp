@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -171,6 +172,21 @@ TEST_F(SummaryCapiTest, EmptyResultStillSummarizes) {
   const std::string text = text_of(r.get(), nullptr);
   EXPECT_NE(text.find("Overview Summary"), std::string::npos);
   EXPECT_NE(text.find("UserDefined Summary: no UserDefined or PythonUserDefined events recorded"), std::string::npos);
+}
+
+// pk_current_step, here with the other checks that use only the C ABI:
+// once the last possible step had ended it reported INT64_MAX + 1, which
+// signed 64-bit readers see as INT64_MIN.
+TEST_F(SummaryCapiTest, CurrentStepStaysWithinSigned64BitsAfterTheLastStep) {
+  ASSERT_EQ(pk_step_begin(INT64_MAX), PK_OK);
+  EXPECT_EQ(pk_current_step(), static_cast<uint64_t>(INT64_MAX));
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  EXPECT_EQ(pk_current_step(), static_cast<uint64_t>(INT64_MAX));
+  EXPECT_GE(static_cast<int64_t>(pk_current_step()), 0);
+  EXPECT_EQ(pk_step(0), PK_ERR_INVALID_ARGUMENT);  // still no step after it
+  ASSERT_EQ(pk_step_begin(3), PK_OK);              // a new numbering reads as usual
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+  EXPECT_EQ(pk_current_step(), 4u);
 }
 
 }  // namespace

@@ -89,6 +89,38 @@ TEST(SummaryIntervals, SegmentsMergeKWays) {
   EXPECT_TRUE(s.empty());
 }
 
+TEST(SummaryIntervals, WindowedLengthCountsOnlyTimeInsideTheWindow) {
+  const IntervalList window = merged({{100, 200}, {300, 400}});
+  profkit::WindowedLength w(&window);
+  w.add(0, 50);     // before it
+  w.add(150, 350);  // across the gap: 50 + 50
+  w.add(380, 390);  // the cursor stays on [300, 400) for it
+  w.add(390, 390);  // empty
+  w.add(500, 600);  // after it
+  EXPECT_EQ(w.length(), 110u);
+  w.add(90, 110);  // back in time: counted all the same
+  EXPECT_EQ(w.length(), 120u);
+  profkit::WindowedLength everything;
+  everything.add(0, 50);
+  EXPECT_EQ(everything.length(), 50u);
+  // Fed by a merger and by a k-way union.
+  profkit::WindowedLength by_merger(&window);
+  IntervalMerger m(nullptr, &by_merger);
+  m.add(50, 150);
+  m.add(120, 320);
+  m.flush();
+  EXPECT_EQ(m.length(), 270u);
+  EXPECT_EQ(by_merger.length(), 120u);
+  SegmentedIntervals s;
+  s.begin_segment();
+  s.storage() = merged({{0, 150}});
+  s.begin_segment();
+  s.storage().push_back({350, 500});
+  profkit::WindowedLength by_union(&window);
+  EXPECT_EQ(s.union_length(nullptr, &by_union), 300u);
+  EXPECT_EQ(by_union.length(), 100u);
+}
+
 TEST(SummaryKernelNames, DropTemplatesParametersAndReturnType) {
   using profkit::short_kernel_name;
   EXPECT_EQ(short_kernel_name("void gemm<float, 128>(float*, ...)"), "gemm");

@@ -250,6 +250,33 @@ TEST(SummaryModel, APhaseNestedInTheSameTypeIsPartOfItNotASecondCall) {
   }
 }
 
+// A user's RecordEvent("my_step", TracerEventType.ProfileStep) inside each of
+// prof.step()'s steps read as two more steps, and halved the Avg and Min.
+TEST(SummaryModel, AStepNestedInAStepIsPartOfItNotASecondStep) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000).step(1, 1, 1000, 2000);
+  b.event(1, "my_step", PK_EVENT_PROFILE_STEP, 100, 900);
+  b.launch(1, 200, 210, 1);
+  b.kernel("k", 220, 240, 1);  // 20 ns, launched in both steps of step 0
+  b.event(1, "my_step", PK_EVENT_PROFILE_STEP, 1100, 1900);
+  b.event(1, "forward", PK_EVENT_FORWARD, 1200, 1300);
+  // A helper thread with no step of its own: its launch belongs to the step
+  // open then, the outer one.
+  b.launch(2, 1500, 1510, 2);
+  b.kernel("k_helper", 1520, 1527, 2);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "ProfileStep", "Calls"), 2);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Total"), 2000);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Avg"), 1000);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Min"), 1000);
+  EXPECT_DOUBLE_EQ(value(t, "ProfileStep", "CPU Ratio(%)"), 100.0);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 27);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Max"), 20);
+  EXPECT_EQ(value(t, "Forward", "Calls"), 1);
+  EXPECT_EQ(value(t, "Others", "CPU Total"), 1900);
+}
+
 TEST(SummaryModel, WithoutStepsTheSpanIsTheWhole) {
   TraceBuilder b(0, 1000);
   b.event(1, "forward", PK_EVENT_FORWARD, 100, 400);

@@ -193,6 +193,58 @@ TEST(SummaryOverview, SingleAndZeroLengthEvents) {
   EXPECT_DOUBLE_EQ(value(*t, "UserDefined", "CPU Ratio(%)"), 0.0);
 }
 
+bool has_note(const profkit::SummaryTable& t, const std::string& start) {
+  for (const std::string& note : t.notes) {
+    if (note.rfind(start, 0) == 0) return true;
+  }
+  return false;
+}
+
+// A C program that records its setup before the first pk_step, and its
+// evaluation between pk_step_end and pk_step_begin: the time of each type
+// counts only inside the steps, or its share of step time passes 100 %.
+TEST(SummaryOverview, TimeOutsideTheStepsDoesNotCount) {
+  TraceBuilder b(0, 10000);
+  b.step(1, 0, 5000, 6000).step(1, 1, 8000, 9000);
+  b.event(1, "setup", PK_EVENT_USER_DEFINED, 0, 5000);
+  b.event(1, "train", PK_EVENT_USER_DEFINED, 5100, 5600);
+  b.event(1, "eval", PK_EVENT_USER_DEFINED, 6000, 8000);
+  b.event(2, "loader", PK_EVENT_DATALOADER, 4500, 5500);  // across the first step's start
+  b.event(3, "loader", PK_EVENT_DATALOADER, 8900, 9600);  // and the last one's end
+  b.launch(1, 8800, 8810, 1);
+  b.kernel("k", 8950, 9950, 1);  // still running after the last step
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(value(t, "ProfileStep", "CPU Time", 0), 2000);
+  EXPECT_EQ(value(t, "UserDefined", "CPU Time"), 500);
+  EXPECT_EQ(value(t, "UserDefined", "Calls"), 3);
+  EXPECT_DOUBLE_EQ(value(t, "UserDefined", "CPU Ratio(%)"), 25.0);
+  EXPECT_EQ(value(t, "Dataloader", "CPU Time"), 500 + 100);
+  EXPECT_EQ(value(t, "Kernel", "GPU Time"), 50);
+  EXPECT_DOUBLE_EQ(value(t, "Kernel", "GPU Ratio(%)"), 2.5);
+  EXPECT_TRUE(has_note(t, "Only time inside the ProfileSteps counts here"));
+
+  // Inside the steps nothing is cut, and no note says so.
+  TraceBuilder inside(0, 10000);
+  inside.step(1, 0, 0, 10000);
+  inside.event(1, "u", PK_EVENT_USER_DEFINED, 0, 10000);
+  auto whole = inside.build();
+  const profkit::SummaryTable all = profkit_test::table_of(*whole, SummaryView::kOverview);
+  EXPECT_EQ(value(all, "UserDefined", "CPU Time"), 10000);
+  EXPECT_FALSE(has_note(all, "Only time inside"));
+}
+
+TEST(SummaryOverview, WithoutStepsTimeOutsideTheRecordedWindowDoesNotCount) {
+  TraceBuilder b(1000, 2000);
+  b.event(1, "u", PK_EVENT_USER_DEFINED, 500, 1500);
+  b.event(1, "u", PK_EVENT_USER_DEFINED, 1600, 1700);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(value(t, "UserDefined", "CPU Time"), 600);
+  EXPECT_DOUBLE_EQ(value(t, "UserDefined", "CPU Ratio(%)"), 60.0);
+  EXPECT_TRUE(has_note(t, "Only time inside the recorded span counts here"));
+}
+
 TEST(SummaryOverview, CommunicationHasCpuAndGpuTime) {
   TraceBuilder b(0, 1000);
   b.event(1, "allreduce", PK_EVENT_COMMUNICATION, 0, 100);

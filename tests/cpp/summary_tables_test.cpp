@@ -80,6 +80,37 @@ TEST(SummaryDistributed, CommunicationComputationAndOverlap) {
   EXPECT_DOUBLE_EQ(value(t, "Overlap", "Ratio(%)"), 10.0);
 }
 
+// A barrier before the first step and NCCL work still running after the
+// last: shares of step time count only what lies inside the steps.
+TEST(SummaryDistributed, TimeOutsideTheStepsDoesNotCount) {
+  TraceBuilder b(0, 5000);
+  b.event(1, "barrier", PK_EVENT_COMMUNICATION, 0, 900);
+  b.step(1, 0, 1000, 2000);
+  b.event(1, "allreduce", PK_EVENT_COMMUNICATION, 1800, 1900);
+  b.launch(1, 1810, 1820, 1);
+  b.kernel("ncclDevKernel_AllReduce(int)", 1850, 3000, 1, 0, 2);
+  b.kernel("gemm", 1500, 2500, 2, 0, 1);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kDistributed);
+  EXPECT_EQ(value(t, "Communication", "Total Time"), 200);  // [1800, 2000)
+  EXPECT_DOUBLE_EQ(value(t, "Communication", "Ratio(%)"), 20.0);
+  EXPECT_EQ(value(t, "Computation", "Total Time"), 500);  // [1500, 2000)
+  EXPECT_EQ(value(t, "Overlap", "Total Time"), 200);
+  bool says_so = false;
+  for (const std::string& note : t.notes) says_so |= note.rfind("Only time inside the ProfileSteps", 0) == 0;
+  EXPECT_TRUE(says_so);
+
+  // Communication only outside the steps: recorded, with no time inside them
+  // (not "no communication recorded").
+  TraceBuilder before(0, 5000);
+  before.event(1, "barrier", PK_EVENT_COMMUNICATION, 0, 900);
+  before.step(1, 0, 1000, 2000);
+  auto only_before = before.build();
+  const profkit::SummaryTable none_inside = profkit_test::table_of(*only_before, SummaryView::kDistributed);
+  EXPECT_TRUE(none_inside.empty_reason.empty());
+  EXPECT_EQ(value(none_inside, "Communication", "Total Time"), 0);
+}
+
 // CPU-only runs (DDP on gloo): host events stand in for kernels.
 TEST(SummaryDistributed, WithoutKernelsComputationIsOperatorTimeLessOwnCommunication) {
   TraceBuilder b;

@@ -112,3 +112,25 @@ def test_modules_are_documented(module):
     import importlib
 
     assert importlib.import_module(f"profkit.{module}").__doc__
+
+
+def test_warnings_about_the_profilers_arguments_name_the_line_that_made_it(monkeypatch):
+    # The checks live in _profiler_arguments; the user's line is what the warning shows.
+    import warnings
+
+    from profkit import profiler as profiler_module
+
+    monkeypatch.setattr(profiler_module, "_gpu_warning_given", False)
+    monkeypatch.setattr(_C, "gpu_available", lambda: (False, "no CUDA driver"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        profkit.Profiler(
+            targets=[profkit.ProfilerTarget.XPU, profkit.ProfilerTarget.GPU],
+            with_flops=True,
+            emit_nvtx=True,
+            custom_device_types="npu",
+        )
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 5, messages  # XPU, the GPU, with_flops, emit_nvtx, custom devices
+    assert "cannot trace XPU" in messages[0] and "GPU profiling is not available" in messages[1]
+    assert {w.filename for w in caught} == {__file__}

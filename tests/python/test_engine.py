@@ -290,3 +290,21 @@ def test_bad_files_raise_clear_python_errors(tmp_path):
             _C.set_state(bad_state)
     with pytest.raises(RuntimeError, match="no step is open"):
         _C.step_end(0)
+
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        (lambda: profkit.dataloader_range("load\0x").__enter__(), "name"),
+        (lambda: _C.intern("a\0b"), "name"),
+        (lambda: _C.begin_event_str("a\0b", 0), "event name"),
+        (lambda: _C.event_arg_str(_C.intern("k"), "v\0w"), "argument value"),
+        (lambda: _C.set_thread_name("worker\0x"), "thread name"),
+        (lambda: _C.set_metadata("model\0x", "m"), "metadata key"),
+        (lambda: _C.set_metadata("model", "res\0net"), "metadata value"),
+    ],
+)
+def test_text_with_a_nul_character_is_refused_not_cut_short(call, what):
+    # The engine's C strings end at a NUL: "load\0x" would become "load".
+    with pytest.raises(ValueError, match=f"{what} .* contains a NUL character"):
+        call()

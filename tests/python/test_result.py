@@ -95,6 +95,30 @@ def test_events_array(saved):
     assert samples == [("ProfileStep#0", 8), ("ProfileStep#1", 8), ("ProfileStep#2", 8)]
 
 
+def test_event_args_are_decoded_once_and_shared_read_only(saved, monkeypatch):
+    live, path = saved
+    builds = []
+    real_view = _records.view
+
+    def counting_view(column, dtype):
+        if dtype == _records.EVENT_ARG:
+            builds.append(dtype)
+        return real_view(column, dtype)
+
+    monkeypatch.setattr(_records, "view", counting_view)
+    for result in (live, load_profiler_result(path)):
+        builds.clear()
+        first = result.event_args
+        assert len(first) > 0
+        for _ in range(3):
+            assert result.event_args is first
+        assert len(builds) == 1  # was one decode per access
+        # Shared by every caller: writing into it would change what the next one reads.
+        assert not first.flags.writeable
+        with pytest.raises(ValueError):
+            first["value"][0] = 0
+
+
 def test_counts_top_events_and_span(saved):
     live, _ = saved
     counts = live.event_counts()

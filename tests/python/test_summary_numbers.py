@@ -15,9 +15,10 @@ PID = 4242
 BASE_NS = 10**12
 
 
-def write_trace(path, events, end_ns=None, start_ns=0):
+def write_trace(path, events, end_ns=None, start_ns=0, instants=()):
     """A profkit Chrome trace of host `events` (tid, name, category, start_ns,
-    end_ns), times relative to the window start."""
+    end_ns) and `instants` (tid, name, category, time_ns), times relative to
+    the window start."""
     trace = [{"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": "Process (CPU)"}}]
     for tid in sorted({e[0] for e in events}):
         trace.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid, "args": {"name": f"t{tid}"}})
@@ -26,13 +27,15 @@ def write_trace(path, events, end_ns=None, start_ns=0):
             {"ph": "X", "cat": category, "name": name, "ts": start / 1000, "dur": (end - start) / 1000, "pid": PID,
              "tid": tid}
         )
+    for tid, name, category, time in instants:
+        trace.append({"ph": "i", "s": "t", "cat": category, "name": name, "ts": time / 1000, "pid": PID, "tid": tid})
     if end_ns is None:
         end_ns = max(e[4] for e in events)
     meta = {
         "profkit_version": "0.1.0", "schema_version": 1, "trace_json_version": 3, "hostname": "h", "pid": PID,
         "rank": -1, "world_size": -1, "span_index": 0, "base_ns": BASE_NS, "base_wall_ns": BASE_NS,
         "start_ns": BASE_NS + start_ns, "end_ns": BASE_NS + end_ns, "clock_offset_ns": 0,
-        "host_event_count": len(events), "device_event_count": 0, "memory_event_count": 0, "dropped_events": 0,
+        "host_event_count": len(events) + len(instants), "device_event_count": 0, "memory_event_count": 0, "dropped_events": 0,
         "unmatched_ends": 0, "overflowed_events": 0, "unfinished_events": 0, "lost_event_args": 0,
         "dropped_device_records": 0, "unattached_device_records": 0, "process_cpu_ns": 0, "system_busy_ns": 0,
         "system_idle_ns": 0, "cpu_count": 2, "devices": [], "metadata": {},
@@ -124,7 +127,7 @@ def test_overview_is_the_union_of_each_type_over_the_step_time(loop):
         "Forward": (2, 300 + 200),
         "Operator": (3, 200 + 200),  # the nested op counts once; thread 2's adds its own 200
         "Backward": (1, 400),
-        "UserDefined": (3, 200 + 100),
+        "UserDefined": (3, 100),  # only [1400,1500) lies inside the steps
         "Dataloader": (1, 100),
         "Optimization": (1, 100),
         "OperatorInner": (1, 10),
@@ -137,6 +140,32 @@ def test_overview_is_the_union_of_each_type_over_the_step_time(loop):
     # Largest first.
     times = [row["CPU Time"] for level, _, row in nested_rows(overview) if level == 1]
     assert times == sorted(times, reverse=True)
+
+
+def test_overview_counts_no_time_outside_the_steps(tmp_path):
+    # A C program's setup before its first pk_step, and work between
+    # pk_step_end and the next pk_step_begin: as shares of step time they
+    # read 700% before; only what lies inside the steps counts.
+    result = write_trace(
+        tmp_path / "outside.trace.json",
+        [
+            (1, "setup", "UserDefined", 0, 5000),
+            (1, "ProfileStep#0", "ProfileStep", 5000, 6000),
+            (1, "train", "UserDefined", 5100, 5600),
+            (1, "eval", "UserDefined", 6000, 8000),
+            (1, "ProfileStep#1", "ProfileStep", 8000, 9000),
+        ],
+        end_ns=10000,
+    )
+    overview = result.summary_data(time_unit="ns", views="OverView")["OverView"]
+    by_type = {label: row for level, label, row in nested_rows(overview) if level == 1}
+    assert by_type["UserDefined"]["Calls"] == 3
+    assert by_type["UserDefined"]["CPU Time"] == 500
+    assert by_type["UserDefined"]["CPU Ratio(%)"] == pytest.approx(25)
+    assert any(note.startswith("Only time inside the ProfileSteps counts here") for note in overview.notes)
+    # The UserDefined table still counts every call in full.
+    udf = rows_of(result.summary_data(time_unit="ns", views="UDFView")["UDFView"])
+    assert udf["setup"]["CPU Total"] == 5000
 
 
 def test_model_rows_per_phase_and_others(loop):
@@ -282,3 +311,26 @@ def test_a_phase_inside_a_phase_of_its_type_counts_once(tmp_path):
     assert rows["Others"]["CPU Total"] == 300
     ratios = [rows[label]["CPU Ratio(%)"] for label in ("Forward", "Optimization", "Others")]
     assert math.fsum(ratios) == pytest.approx(100)
+
+
+def test_model_counts_no_instant_and_no_step_inside_a_step(tmp_path):
+    # A user's RecordEvent("my_step", TracerEventType.ProfileStep) inside each
+    # step read as two more steps (Avg and Min halved); instant marks of a
+    # phase's or the step's type read as calls of 0 time.
+    result = write_trace(
+        tmp_path / "marks.trace.json",
+        [
+            (1, "ProfileStep#0", "ProfileStep", 0, 1000),
+            (1, "my_step", "ProfileStep", 100, 900),
+            (1, "fw", "Forward", 200, 500),
+            (1, "ProfileStep#1", "ProfileStep", 1000, 2000),
+            (1, "my_step", "ProfileStep", 1100, 1900),
+            (1, "fw", "Forward", 1200, 1600),
+        ],
+        instants=[(1, "fw_mark", "Forward", 300), (1, "step_mark", "ProfileStep", 1700)],
+    )
+    rows = {label: row for _, label, row in nested_rows(result.summary_data(time_unit="ns")["ModelView"])}
+    step, forward = rows["ProfileStep"], rows["Forward"]
+    assert (step["Calls"], step["CPU Total"], step["CPU Avg"], step["CPU Min"]) == (2, 2000, 1000, 1000)
+    assert (forward["Calls"], forward["CPU Total"], forward["CPU Min"]) == (2, 700, 300)
+    assert rows["Others"]["CPU Total"] == 1300

@@ -21,6 +21,7 @@ from torch_helpers import (  # noqa: E402
     events_of,
     make_loader,
     names_of_type,
+    run_in_fork,
     train,
 )
 
@@ -706,24 +707,16 @@ def test_a_child_forked_while_recording_drops_the_hooks(pk_torch):
     x = torch.randn(2, 1, 6, 6)
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
         assert native.armed()
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:  # pragma: no cover - the child reports through the pipe
-            try:
-                torch.set_num_threads(1)  # OpenMP's pool does not survive fork (DataLoader workers do the same)
-                model(x).sum().backward()  # torch runs unhooked here
-                report = (
-                    f"{native.armed()} {native.callbacks_on_this_thread()} {pk_torch.is_enabled()} "
-                    f"{module_call_is_torchs()}"
-                )
-            except BaseException as e:
-                report = f"error {e!r}"
-            os.write(write, report.encode())
-            os._exit(0)
-        os.close(write)
-        _, status = os.waitpid(child, 0)
-        report = os.read(read, 200).decode()
-        os.close(read)
+
+        def child_work():  # pragma: no cover - runs in the child
+            torch.set_num_threads(1)  # OpenMP's pool does not survive fork (DataLoader workers do the same)
+            model(x).sum().backward()  # torch runs unhooked here
+            return (
+                f"{native.armed()} {native.callbacks_on_this_thread()} {pk_torch.is_enabled()} "
+                f"{module_call_is_torchs()}"
+            )
+
+        status, report = run_in_fork(child_work)
         model(x)
     assert status == 0 and report == "False 0 False True"
     assert native.armed() is False and pk_torch.is_enabled()  # the parent keeps its hooks

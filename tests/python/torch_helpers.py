@@ -1,5 +1,7 @@
 """A tiny PyTorch training loop under profkit, and ways to look at what it recorded (for the torch tests)."""
 
+import os
+
 import torch
 
 import profkit
@@ -69,3 +71,22 @@ def enclosing_names(events, name):
     return [
         {events["name"][a] for a in ancestors(events, i)} for i in range(len(events)) if events["name"][i] == name
     ]
+
+
+def run_in_fork(child_work, limit=1000):
+    """Forks; the child runs child_work() and sends back the string it returns
+    (or "error <exception>") through a pipe. Returns (exit status, report)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            report = child_work()
+        except BaseException as e:
+            report = f"error {e!r}"
+        os.write(write, report.encode())
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    report = os.read(read, limit).decode()
+    os.close(read)
+    return status, report

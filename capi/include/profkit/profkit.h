@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 15
+#define PK_API_VERSION_MINOR 16
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -346,7 +346,9 @@ PK_API pk_status pk_step(uint64_t num_samples) PK_NOEXCEPT;
 PK_API pk_status pk_step_begin(uint64_t step_number) PK_NOEXCEPT;
 PK_API pk_status pk_step_end(uint64_t num_samples) PK_NOEXCEPT;
 
-/* The number of the open (or next) step. Thread-safe. */
+/* The number of the open (or next) step. Thread-safe. At most INT64_MAX:
+ * after ProfileStep#INT64_MAX has ended it stays INT64_MAX (since 1.16;
+ * before, INT64_MAX + 1, which signed readers saw as negative). */
 PK_API uint64_t pk_current_step(void) PK_NOEXCEPT;
 
 /* ------------------------------------------------------------------------- */

@@ -16,7 +16,7 @@
 namespace profkit_torch {
 namespace {
 
-enum Kind : int { kForward = 0, kBackward = 1, kDataLoading = 2 };
+enum Kind : int { kForward = 0, kBackward = 1, kDataLoading = 2, kGrad = 3 };
 
 thread_local int t_forward_depth = 0;  // module calls in progress on this thread
 
@@ -28,16 +28,38 @@ thread_local int t_forward_depth = 0;  // module calls in progress on this threa
 // such function (every call is then a Forward candidate).
 PyObject* g_graph_task_id = nullptr;
 
+// What one of torch's functions of no arguments returns (a new reference),
+// or nullptr, with no error set, where torch has no such function or it
+// failed (not expected): a range less is better than an error in the user's
+// call.
+PyObject* ask(PyObject* function) {
+  if (function == nullptr) return nullptr;
+  PyObject* answer = PyObject_CallNoArgs(function);
+  if (answer == nullptr) PyErr_Clear();
+  return answer;
+}
+
 bool in_backward_pass() {
-  if (g_graph_task_id == nullptr) return false;
-  PyObject* id = PyObject_CallNoArgs(g_graph_task_id);
-  if (id == nullptr) {  // not expected; a range less is better than an error in the user's forward
-    PyErr_Clear();
-    return false;
-  }
+  PyObject* id = ask(g_graph_task_id);
+  if (id == nullptr) return false;
   const bool running = PyLong_Check(id) && PyLong_AsLong(id) != -1;
   Py_DECREF(id);
   return running;
+}
+
+// torch.compiler.is_compiling: true while torch.compile traces (Dynamo, and
+// AOTAutograd tracing the joint graph with fake tensors, which runs
+// torch.autograd.grad for every torch.func.grad or autograd.grad it
+// compiles). Those passes are the compiler's work, not the program's: the
+// compiled code has them inlined and never calls the engine. nullptr where
+// torch has no such function.
+PyObject* g_is_compiling = nullptr;
+
+bool compiling() {
+  PyObject* answer = ask(g_is_compiling);
+  const bool yes = answer == Py_True;
+  Py_XDECREF(answer);
+  return yes;
 }
 
 struct CallRange {
@@ -116,14 +138,48 @@ PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf,
   return result;
 }
 
+// One Backward event per pass the user starts. A pass started while one
+// runs (torch.autograd.grad or backward in a backward hook or a custom
+// Function's backward, reentrant checkpointing's recompute pass) is part of
+// it: on the autograd engine's device threads it would be a second Backward
+// call in the Model summary, counted twice. Nor is a pass torch.compile runs
+// while it compiles (see g_is_compiling) an event.
 PyObject* call_backward(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   const auto* self = reinterpret_cast<CallRange*>(callable);
-  const uint32_t window = pk_recording_word;
+  const uint32_t window = pk_recording_word != 0 && !in_backward_pass() && !compiling() ? pk_recording_word : 0;
   if (window != 0) pk_begin_event(self->name, PK_EVENT_BACKWARD);
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   if (window != 0 && window == pk_recording_word) pk_end_event();
   if (result != nullptr && pk_recording_word != 0) keep_forward_installed();  // a compiled step's own backward
   return result;
+}
+
+// torch.autograd's _engine_run_backward, which both torch.autograd.backward
+// (accumulate_grad=True; recorded by the BACKWARD range around it) and
+// torch.autograd.grad (accumulate_grad=False) call. Wrapping the engine entry
+// rather than torch.autograd.grad leaves that function torch's own: Dynamo
+// knows it by identity (it traces it into the graph with trace_autograd_ops,
+// where anything else would be a graph break), and torch.func's transforms
+// call it too. A call that does not say accumulate_grad=False is passed
+// through unrecorded.
+bool accumulates_no_grad(PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (kwnames == nullptr) return false;
+  const Py_ssize_t positional = PyVectorcall_NARGS(nargsf);
+  const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "accumulate_grad") == 0) {
+      return args[positional + i] == Py_False;
+    }
+  }
+  return false;
+}
+
+PyObject* call_grad(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const auto* self = reinterpret_cast<CallRange*>(callable);
+  if (pk_recording_word == 0 || !accumulates_no_grad(args, nargsf, kwnames)) {
+    return PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
+  }
+  return call_backward(callable, args, nargsf, kwnames);
 }
 
 PyObject* call_data_loading(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -159,12 +215,15 @@ PyObject* make(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     case kDataLoading:
       call = call_data_loading;
       break;
+    case kGrad:
+      call = call_grad;
+      break;
     default:
-      PyErr_Format(PyExc_ValueError, "CallRange: kind must be FORWARD, BACKWARD or DATA_LOADING, not %d", kind);
+      PyErr_Format(PyExc_ValueError, "CallRange: kind must be FORWARD, BACKWARD, GRAD or DATA_LOADING, not %d", kind);
       return nullptr;
   }
   if (kind != kForward && name[0] == '\0') {
-    PyErr_SetString(PyExc_ValueError, "CallRange: BACKWARD and DATA_LOADING ranges need a name");
+    PyErr_SetString(PyExc_ValueError, "CallRange: BACKWARD, GRAD and DATA_LOADING ranges need a name");
     return nullptr;
   }
   const pk_name_id name_id = kind == kForward ? 0 : pk_intern(name);
@@ -302,7 +361,7 @@ PyMemberDef kMembers[] = {
 
 PyType_Slot kSlots[] = {
     {Py_tp_doc, const_cast<char*>("CallRange(wrapped, kind, name=''): a callable of torch's whose calls are "
-                                  "profkit ranges (see FORWARD, BACKWARD, DATA_LOADING)")},
+                                  "profkit ranges (see FORWARD, BACKWARD, GRAD, DATA_LOADING)")},
     {Py_tp_new, reinterpret_cast<void*>(make)},
     {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
     {Py_tp_traverse, reinterpret_cast<void*>(traverse)},
@@ -328,7 +387,8 @@ PyType_Spec kSpec = {
 bool add_call_range_type(PyObject* module) {
   if (PyModule_AddIntConstant(module, "FORWARD", kForward) < 0 ||
       PyModule_AddIntConstant(module, "BACKWARD", kBackward) < 0 ||
-      PyModule_AddIntConstant(module, "DATA_LOADING", kDataLoading) < 0) {
+      PyModule_AddIntConstant(module, "DATA_LOADING", kDataLoading) < 0 ||
+      PyModule_AddIntConstant(module, "GRAD", kGrad) < 0) {
     return false;
   }
   if (g_graph_task_id == nullptr) {
@@ -337,6 +397,14 @@ bool add_call_range_type(PyObject* module) {
     g_graph_task_id = PyObject_GetAttrString(torch_c, "_current_graph_task_id");  // kept for the process
     Py_DECREF(torch_c);
     if (g_graph_task_id == nullptr) PyErr_Clear();
+  }
+  if (g_is_compiling == nullptr) {
+    PyObject* compiler = PyImport_ImportModule("torch.compiler");
+    if (compiler != nullptr) {
+      g_is_compiling = PyObject_GetAttrString(compiler, "is_compiling");  // kept for the process
+      Py_DECREF(compiler);
+    }
+    if (g_is_compiling == nullptr) PyErr_Clear();  // an older torch: every pass is recorded
   }
   if (g_call_name == nullptr) {
     g_call_name = PyUnicode_InternFromString("__call__");  // kept for the process

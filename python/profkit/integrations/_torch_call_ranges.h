@@ -11,7 +11,13 @@
 //                 attribute (set while a window records) makes it put itself
 //                 back on that class when torch's FX tracing has restored
 //                 torch's own __call__ over it.
-//   BACKWARD      torch.autograd.backward: each call is a Backward event.
+//   BACKWARD      torch.autograd.backward: each call is a Backward event,
+//                 but for one made during a backward pass (a hook's, a
+//                 custom Function's, reentrant checkpointing's): part of it,
+//                 and one torch.compile runs while compiling is none.
+//   GRAD          torch.autograd._engine_run_backward: each call of
+//                 torch.autograd.grad's (accumulate_grad=False) is a
+//                 Backward event, as BACKWARD's; the others pass through.
 //   DATA_LOADING  _BaseDataLoaderIter.__next__: each call is a data-loading
 //                 range (pk_data_loading_begin/end): a Dataloader event while
 //                 recording, and reader time for benchmark mode always.
@@ -26,7 +32,7 @@
 
 namespace profkit_torch {
 
-// Adds the CallRange type and its kind constants (FORWARD, BACKWARD,
+// Adds the CallRange type and its kind constants (FORWARD, BACKWARD, GRAD,
 // DATA_LOADING) to `module`; false with a Python exception set on failure.
 bool add_call_range_type(PyObject* module);
 

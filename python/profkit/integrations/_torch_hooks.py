@@ -14,7 +14,12 @@ What each records, and where it hooks in:
   module hooks would cost several microseconds on every module call and
   turn off its fast path, even outside windows.
 - ``Backward`` -- each ``torch.autograd.backward`` call, which is what
-  ``loss.backward()`` runs, named ``"backward"``.
+  ``loss.backward()`` runs, named ``"backward"``, and each
+  ``torch.autograd.grad`` call (gradient penalties, higher-order gradients,
+  ``torch.autograd.functional``, ``torch.func.grad``/``vjp``), named
+  ``"grad"``. One started during a backward pass (in a backward hook, a
+  custom Function's backward, reentrant checkpointing) is part of that pass,
+  not an event of its own.
 - ``Optimization`` -- each ``optimizer.step()``, named
   ``"<OptimizerClass>.step"`` (with the native hook, from torch's own
   "Optimizer.step#SGD.step" range, which costs no Python call). The
@@ -59,6 +64,7 @@ _OPTIMIZATION = int(TracerEventType.Optimization)
 
 DATALOADER_EVENT_NAME = "DataLoader.__next__"
 BACKWARD_EVENT_NAME = "backward"
+GRAD_EVENT_NAME = "grad"
 
 
 class _PerThread(threading.local):
@@ -124,6 +130,9 @@ class PythonHooks:
         self._installed = True
         try:
             self._install_backward()
+            self._install_grad()
+            if self._native is not None:
+                self._install_forward_repair()
             if self._native is None:
                 self._install_optimizer()
             self._install_dataloader()
@@ -211,6 +220,43 @@ class PythonHooks:
         self._module_call_original = None
         self._forward_on = False
 
+    def _install_forward_repair(self) -> None:
+        """Puts the native Forward range back on nn.Module as soon as an FX trace ends.
+
+        FX tracing (torch.fx.symbolic_trace; torch.compile's backends, through
+        make_fx) saves ``getattr(nn.Module, "__call__")`` -- for the native
+        range, torch's own __call__ (see _torch_call_ranges.cpp) -- and sets
+        it back when the trace ends. The range puts itself back after the
+        next top-level module call, backward or batch fetched, but a trace
+        outside all of those (a compiled plain function, symbolic_trace
+        called directly) left every module call until then without a
+        Forward event. Every FX trace runs through Tracer.trace (subclasses
+        call it through super()), once per trace, never per operator.
+        """
+        fx = getattr(self._torch, "fx", None)
+        tracer_class = getattr(fx, "Tracer", None)
+        original = inspect.getattr_static(tracer_class, "trace", None) if tracer_class is not None else None
+        if not callable(original):  # a torch without FX: nothing puts __call__ back
+            return
+        reinstall = self._reinstall_module_call
+
+        @functools.wraps(original)
+        def trace(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(*args, **kwargs)
+            finally:
+                reinstall()
+
+        tracer_class.trace = trace
+        self._restore.append(lambda: put_back(tracer_class, "trace", trace, original))
+
+    def _reinstall_module_call(self) -> None:
+        """Ours on nn.Module again where torch's own __call__ was put back over it (someone else's is left)."""
+        if self._forward_on:
+            module_class = self._torch.nn.Module
+            if module_class.__dict__.get("__call__") is self._module_call_original:
+                module_class.__call__ = self._module_call
+
     # ---- Backward -------------------------------------------------------------------
     def _install_backward(self) -> None:
         autograd = self._torch.autograd
@@ -221,14 +267,69 @@ class PythonHooks:
         if self._native is not None:
             backward = self._native.CallRange(original, self._native.BACKWARD, BACKWARD_EVENT_NAME)
         else:
-
-            @functools.wraps(original)
-            def backward(*args: Any, **kwargs: Any) -> Any:
-                with RecordEvent(BACKWARD_EVENT_NAME, _BACKWARD):
-                    return original(*args, **kwargs)
+            backward = self._python_backward(original, lambda args, kwargs: True, BACKWARD_EVENT_NAME)
 
         autograd.backward = backward
         self._restore.append(lambda: put_back(autograd, "backward", backward, original))
+
+    def _install_grad(self) -> None:
+        """torch.autograd.grad's passes as Backward events.
+
+        Hooked where torch.autograd.grad (and torch.autograd.backward) enter
+        the engine, torch.autograd._engine_run_backward: torch.autograd.grad
+        itself stays torch's own, which Dynamo recognizes by identity (a
+        wrapper in its place would be a graph break where Dynamo traces it).
+        Only the calls that say accumulate_grad=False, torch.autograd.grad's,
+        are recorded; backward's are inside its own event. The torch module
+        keeps the function in both torch.autograd and torch.autograd.graph
+        (torch.compiler's non-strict tracing sets both back to the latter's):
+        ours goes in both. A torch without it (before 2.3): grad is wrapped.
+        """
+        autograd = self._torch.autograd
+        graph = getattr(autograd, "graph", None)
+        original = getattr(autograd, "_engine_run_backward", None)
+        if original is None:
+            owners, name, original = [autograd], "grad", autograd.grad
+            kind = None if self._native is None else self._native.BACKWARD
+
+            def recorded(args: Any, kwargs: Any) -> bool:
+                return True
+
+        else:
+            owners, name = [autograd], "_engine_run_backward"
+            if graph is not None and getattr(graph, name, None) is original:
+                owners.append(graph)
+            kind = None if self._native is None else self._native.GRAD
+
+            def recorded(args: Any, kwargs: Any) -> bool:
+                return kwargs.get("accumulate_grad", True) is False
+
+        if self._native is not None:
+            wrapper = self._native.CallRange(original, kind, GRAD_EVENT_NAME)
+        else:
+            wrapper = self._python_backward(original, recorded, GRAD_EVENT_NAME)
+        for owner in owners:
+            setattr(owner, name, wrapper)
+            self._restore.append(functools.partial(put_back, owner, name, wrapper, original))
+
+    def _python_backward(
+        self, original: Callable[..., Any], recorded: Callable[[Any, Any], bool], name: str
+    ) -> Callable[..., Any]:
+        """The fallback's Backward wrapper: a call ``recorded`` accepts is a
+        Backward event, but for one during a backward pass (see
+        _torch_call_ranges.h) or while Dynamo traces."""
+        is_compiling = self._torch.compiler.is_compiling
+        graph_task_id = self._torch._C._current_graph_task_id
+        recording = _C.is_recording
+
+        @functools.wraps(original)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if is_compiling() or not recording() or not recorded(args, kwargs) or graph_task_id() != -1:
+                return original(*args, **kwargs)
+            with RecordEvent(name, _BACKWARD):
+                return original(*args, **kwargs)
+
+        return backward
 
     # ---- Optimization -----------------------------------------------------------------
     def _install_optimizer(self) -> None:

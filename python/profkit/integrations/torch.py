@@ -24,8 +24,8 @@ Once enabled, every recording window gets:
   torch's allocators on the thread driving the Profiler (and the autograd
   work it runs): the Memory summary, and memory counters in the Chrome trace;
 - a ``Forward`` event for each top-level module call (``"Net.forward"``),
-  ``Backward`` for ``loss.backward()``, ``Optimization`` for
-  ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
+  ``Backward`` for ``loss.backward()`` and ``torch.autograd.grad()``,
+  ``Optimization`` for ``optimizer.step()`` (``"SGD.step"``), ``Dataloader`` for each batch
   fetched from a DataLoader (also counted as reader_cost in the Perf
   Summary) -- the events the Model summary is made of;
 - a ``PythonUserDefined`` event for each ``torch.profiler.record_function``
@@ -51,6 +51,14 @@ picks one explicitly.
 
 This module imports without torch; enable() and build() raise a clear
 ModuleNotFoundError where torch is not installed.
+
+Forked children (``os.fork()``, multiprocessing's fork start method) run
+torch unhooked (is_enabled() is False there) until they open a recording
+window of their own: then the hooks go on again as the parent had them,
+unless the child called enable() or disable() itself first. DataLoader
+workers, which open none, stay unhooked. A child that goes on with a window
+the parent had open at the fork records torch's events again from its next
+window.
 
 Thread-safety: enable/disable may be called from any thread (they are
 serialized); profile from one thread as with any Profiler.
@@ -154,6 +162,16 @@ class _Setting(NamedTuple):
     backend: str  # in use: "native" or "python"
 
 
+class _Inherited(NamedTuple):
+    """In a forked child: the parent's setting, put in effect at the child's first window."""
+
+    setting: _Setting
+    distributed: bool  # the parent's enable() had switched on torch_distributed (still on here)
+
+
+_inherited: Optional[_Inherited] = None
+
+
 class _Enabled:
     """enable()'s return value: ``with enable(...):`` restores the previous setting on exit."""
 
@@ -224,13 +242,14 @@ def disable() -> None:
     """Removes every hook enable() installed; torch runs as without profkit. Idempotent."""
     global _current
     with _lock:
+        _forget_inherited()
         if _current is not None:
             _teardown(_current)
             _current = None
 
 
 def is_enabled() -> bool:
-    """Whether enable() is in effect."""
+    """Whether enable() is in effect (in a forked child: from its first recording window on)."""
     return _current is not None
 
 
@@ -258,6 +277,7 @@ def _apply(torch: ModuleType, options: _Options, chosen: str) -> _Enabled:
     """Puts ``options`` in effect with the recorder ``chosen`` ("auto": the current one, else as asked)."""
     global _current
     with _lock:
+        _forget_inherited()  # a child's own enable() replaces what it inherited
         previous = _Setting(_current.options, _current.backend) if _current is not None else None
         if _current is not None and chosen in ("auto", _current.backend):
             _current.options = options  # same recorder: new options only
@@ -377,17 +397,23 @@ def _on_window(profiler: Any, state: ProfilerState) -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child (a DataLoader worker) records nothing of its own: its copy
-    # of the hooks goes, so workers run torch unhooked. Only the native hook's
+    # A forked child's copy of the hooks goes, so it runs torch unhooked (a
+    # DataLoader worker records nothing of its own). Only the native hook's
     # fork-safe exit is used, which takes no lock another thread of the parent
     # might have held at the fork; the Python hooks are plain attribute
-    # restores.
-    global _current, _lock
+    # restores. The setting stays: a child that opens a recording window of
+    # its own (a forked trainer, a plain os.fork() that profiles) gets the
+    # hooks back then, as the parent had them -- installing them here, in
+    # every DataLoader worker, would cost each worker's start and take locks
+    # of torch's that a thread of the parent may have held at the fork.
+    global _current, _lock, _inherited
     _lock = threading.RLock()
     integration, _current = _current, None
     if integration is None:
         return
     _window_listeners.remove(_on_window)
+    _inherited = _Inherited(_Setting(integration.options, integration.backend), integration.distributed)
+    _window_listeners.add(_on_window_in_forked_child)
     if integration.native is not None:
         integration.native.forget_after_fork()
     if integration.memory is not None:
@@ -395,6 +421,32 @@ def _after_fork_in_child() -> None:
     if integration.fallback is not None:
         integration.fallback.window(False)
     integration.hooks.uninstall()
+
+
+def _on_window_in_forked_child(profiler: Any, state: ProfilerState) -> None:
+    """In a forked child: the inherited setting goes into effect as its first window opens."""
+    if not state.is_recording:
+        return
+    with _lock:
+        inherited = _inherited
+        if inherited is None or _current is not None:
+            _forget_inherited()
+            return
+        options, in_use = inherited.setting
+        _apply(_import_torch("enable"), options, in_use)  # forgets the inheritance
+        integration = _current
+        if integration is not None:
+            # Still the parent's to take down at disable() (see _Integration.distributed).
+            integration.distributed = integration.distributed or inherited.distributed
+            # _apply followed the engine's state, not yet `state`: this window's hooks go on now.
+            _follow_window(integration, profiler, state)
+
+
+def _forget_inherited() -> None:
+    global _inherited
+    if _inherited is not None:
+        _inherited = None
+        _window_listeners.remove(_on_window_in_forked_child)
 
 
 def _register_fork_handler() -> None:
