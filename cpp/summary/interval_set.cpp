@@ -61,20 +61,9 @@ IntervalList difference_of(const IntervalList& a, const IntervalList& b) {
 }
 
 uint64_t length_within(const IntervalList& merged, const IntervalList& window) noexcept {
-  uint64_t sum = 0;
-  size_t i = 0;
-  size_t j = 0;
-  while (i < merged.size() && j < window.size()) {
-    const uint64_t start = std::max(merged[i].start, window[j].start);
-    const uint64_t end = std::min(merged[i].end, window[j].end);
-    if (start < end) sum += end - start;
-    if (merged[i].end < window[j].end) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return sum;
+  WindowedLength within(&window);
+  for (const Interval& i : merged) within.add(i.start, i.end);
+  return within.length();
 }
 
 void WindowedLength::add(uint64_t start, uint64_t end) noexcept {

@@ -146,7 +146,8 @@ PyObject* call_forward(PyObject* callable, PyObject* const* args, size_t nargsf,
 // while it compiles (see g_is_compiling) an event.
 PyObject* call_backward(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   const auto* self = reinterpret_cast<CallRange*>(callable);
-  const uint32_t window = pk_recording_word != 0 && !in_backward_pass() && !compiling() ? pk_recording_word : 0;
+  uint32_t window = pk_recording_word;
+  if (window != 0 && (in_backward_pass() || compiling())) window = 0;
   if (window != 0) pk_begin_event(self->name, PK_EVENT_BACKWARD);
   PyObject* result = PyObject_Vectorcall(self->wrapped, args, nargsf, kwnames);
   if (window != 0 && window == pk_recording_word) pk_end_event();
