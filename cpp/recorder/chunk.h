@@ -5,6 +5,9 @@
 // `committed = i + 1` with a release store; the collector reads `committed`
 // with acquire and copies records[consumed, committed). Only the collector
 // (serialized by the collect lock) touches `consumed` and `next`.
+// `committed` is a plain word accessed only through atomic builtins (not a
+// std::atomic) because code outside the engine stores it too: the inline
+// writer of the C ABI (pk_thread_writer.committed points at it).
 #pragma once
 
 #include <atomic>
@@ -20,7 +23,7 @@ struct Chunk {
   static constexpr size_t kHeaderBytes = 64;
   static constexpr uint32_t kCapacity = (kBytes - kHeaderBytes) / sizeof(RawRecord);
 
-  std::atomic<uint32_t> committed{0};
+  uint32_t committed = 0;  // atomic: publish() / committed_acquire()
   uint32_t consumed = 0;
   Chunk* next = nullptr;
   alignas(64) RawRecord records[kCapacity];
@@ -33,10 +36,13 @@ struct Chunk {
   static void release(Chunk* chunk) noexcept;
 
   void reset() noexcept {
-    committed.store(0, std::memory_order_relaxed);
+    __atomic_store_n(&committed, 0, __ATOMIC_RELAXED);
     consumed = 0;
     next = nullptr;
   }
+  // The owner: records below `n` are written.
+  void publish(uint32_t n) noexcept { __atomic_store_n(&committed, n, __ATOMIC_RELEASE); }
+  uint32_t committed_acquire() const noexcept { return __atomic_load_n(&committed, __ATOMIC_ACQUIRE); }
 };
 static_assert(sizeof(Chunk) <= Chunk::kBytes, "chunk header too large");
 

@@ -127,7 +127,7 @@ bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBu
       thread = builder.thread(tb.tid());
       builder.set_thread_name(thread, tb.name());
       // Every record written since the last collect is about to arrive.
-      const uint64_t recorded = tb.recorded_events.get();
+      const uint64_t recorded = tb.recorded_events();
       builder.reserve_events(thread, recorded > tb.collected_records ? recorded - tb.collected_records : 0);
       has_thread = true;
     }

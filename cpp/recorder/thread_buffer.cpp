@@ -10,8 +10,11 @@
 #include "recorder/thread_registry.h"
 
 extern "C" {
-// Defined with C linkage: it is part of the C ABI (see profkit.h).
+// Defined with C linkage: both are part of the C ABI (see profkit.h).
 PK_API volatile uint32_t pk_recording_word = 0;
+#if PK_INLINE_WRITER
+PK_API __thread pk_thread_writer* pk_thread_writer_current = nullptr;
+#endif
 }
 
 namespace profkit {
@@ -19,6 +22,14 @@ namespace profkit {
 PK_TLS_FAST ThreadBuffer* t_thread_buffer = nullptr;
 
 namespace {
+
+void set_current_writer(pk_thread_writer* writer) noexcept {
+#if PK_INLINE_WRITER
+  pk_thread_writer_current = writer;
+#else
+  (void)writer;
+#endif
+}
 
 // Set once this thread's exit handlers ran: a record after that (from another
 // thread_local's destructor) must not attach a new buffer.
@@ -30,6 +41,7 @@ struct ThreadExitGuard {
   ~ThreadExitGuard() {
     t_thread_exiting = true;
     t_thread_buffer = nullptr;
+    set_current_writer(nullptr);
     if (buffer != nullptr) ThreadRegistry::instance().thread_exited(buffer);
   }
 };
@@ -60,10 +72,10 @@ ThreadBuffer::~ThreadBuffer() {
 void ThreadBuffer::start_window(uint32_t window) noexcept {
   // Events left open in an earlier window were reported as unfinished when
   // that window was collected; forget them.
-  window_ = window;
-  inline_window_ = ticks_inline_ok() ? window : 0;
+  w_.window = window;
+  w_.inline_window = PK_INLINE_WRITER && ticks_inline_ok() ? window : 0;
   window_snapshot_.store(window, std::memory_order_relaxed);
-  depth_.store(0, std::memory_order_relaxed);
+  set_depth(0);
 }
 
 Chunk* ThreadBuffer::take_spare() noexcept {
@@ -80,34 +92,33 @@ bool ThreadBuffer::next_chunk(uint32_t needed) noexcept {
   if (c == nullptr) c = Chunk::allocate();
   if (c == nullptr || needed > Chunk::kCapacity) {
     if (c != nullptr) Chunk::release(c);
-    chunk_ = nullptr;
-    records_ = nullptr;
-    count_ = capacity_ = 0;
+    forget_chunk();
     current_.store(nullptr, std::memory_order_release);
     return false;
   }
   c->reset();
   chunk_ = c;
-  records_ = c->records;
-  count_ = 0;
-  capacity_ = Chunk::kCapacity;
+  set_records(c->records);
+  w_.committed = &c->committed;
+  w_.count = 0;
+  w_.capacity = Chunk::kCapacity;
   current_.store(c, std::memory_order_release);
   return true;
 }
 
 bool ThreadBuffer::try_append_group(const RawRecord* records, uint32_t n) noexcept {
-  if (capacity_ - count_ < n && !next_chunk(n)) return false;
-  for (uint32_t i = 0; i < n; ++i) records_[count_ + i] = records[i];
-  count_ += n;
-  chunk_->committed.store(count_, std::memory_order_release);
-  recorded_events.add();
+  if (w_.capacity - w_.count < n && !next_chunk(n)) return false;
+  for (uint32_t i = 0; i < n; ++i) this->records()[w_.count + i] = records[i];
+  w_.count += n;
+  chunk_->publish(w_.count);
+  count_recorded(1);
   return true;
 }
 
 bool ThreadBuffer::innermost_open(uint32_t window, uint64_t* start, uint8_t* index) const noexcept {
-  const uint32_t d = depth_.load(std::memory_order_relaxed);
-  if (window_ != window || d == 0 || d > kMaxDepth) return false;
-  *start = stack_[d - 1].start;
+  const uint32_t d = depth();
+  if (w_.window != window || d == 0 || d > kMaxDepth) return false;
+  *start = w_.stack[d - 1].start_ticks;
   *index = static_cast<uint8_t>(d - 1 > 255 ? 255 : d - 1);
   return true;
 }
@@ -133,7 +144,7 @@ void ThreadBuffer::on_thread_exit() noexcept {
 void ThreadBuffer::shrink_last_chunk_at_exit() noexcept {
   Chunk* c = chunk_;
   if (c == nullptr || exit_records_ != nullptr) return;
-  const uint32_t committed = c->committed.load(std::memory_order_relaxed);
+  const uint32_t committed = c->committed;     // the owner's own count
   const uint32_t n = committed - c->consumed;  // consumed: the collector's, read under the registry's lock
   if (n > Chunk::kCapacity / 2) return;        // full enough: copying would save little
   if (n > 0) {
@@ -148,9 +159,7 @@ void ThreadBuffer::shrink_last_chunk_at_exit() noexcept {
     exit_records_ = copy;
     exit_record_count_ = n;
   }
-  chunk_ = nullptr;
-  records_ = nullptr;
-  count_ = capacity_ = 0;
+  forget_chunk();
   current_.store(nullptr, std::memory_order_relaxed);
   if (recording_window() != 0) {
     ChunkPool::put(c);
@@ -171,11 +180,10 @@ void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noex
   // Unmapped, not pooled: the pages are shared with the parent until written,
   // and a pool would keep them (marking a chunk drained writes one page).
   drain(/*keep_spares=*/false, [](const RawRecord*, uint32_t) {});
-  const uint32_t open = std::min(depth_.load(std::memory_order_relaxed), kMaxDepth);
-  for (uint32_t i = 0; i < open; ++i) stack_[i].start = fork_ticks;
-  for (OwnerCounter* counter : {&recorded_events, &dropped_events, &unmatched_ends, &overflowed_events}) {
-    counter->reset();
-  }
+  const uint32_t open = std::min(depth(), kMaxDepth);
+  for (uint32_t i = 0; i < open; ++i) w_.stack[i].start_ticks = fork_ticks;
+  __atomic_store_n(&w_.recorded, 0, __ATOMIC_RELAXED);
+  for (OwnerCounter* counter : {&dropped_events, &unmatched_ends, &overflowed_events}) counter->reset();
   collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
   open_event_args.forget();
   tid_ = tid;
@@ -192,7 +200,7 @@ std::string ThreadBuffer::name() const {
 }
 
 void ThreadBuffer::drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept {
-  const uint32_t committed = chunk->committed.load(std::memory_order_acquire);
+  const uint32_t committed = chunk->committed_acquire();
   *first = chunk->records + chunk->consumed;
   *n = committed - chunk->consumed;
   chunk->consumed = committed;
@@ -212,6 +220,7 @@ ThreadBuffer* attach_current_thread() noexcept {
   }
   t_exit_guard.buffer = buffer;  // first touch registers the exit handler
   t_thread_buffer = buffer;
+  set_current_writer(buffer->writer());
   return buffer;
 }
 

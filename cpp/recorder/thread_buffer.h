@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -48,10 +49,11 @@ class OwnerCounter {
   std::atomic<uint64_t> value_{0};
 };
 
-// alignas(64): the fields every record touches (the hot block below, the
-// recorded_events counter and the first open events) share the object's
-// first cache line. Between two operators a framework's own work evicts
-// much of L1, so each extra line the hot path touches is a likely miss.
+// alignas(64): the fields every record touches (the writer below: counts,
+// the record pointer, the recorded counter and the first open events) share
+// the object's first cache line. Between two operators a framework's own
+// work evicts much of L1, so each extra line the hot path touches is a
+// likely miss.
 class alignas(64) ThreadBuffer {
  public:
   static constexpr uint32_t kMaxDepth = 256;  // stack indices fit a record's depth byte
@@ -63,33 +65,19 @@ class alignas(64) ThreadBuffer {
   static constexpr uint32_t kKeptSpares = 2;
 
  private:
-  struct OpenEvent {
-    uint64_t start;
-    uint64_t tail;  // record_tail(name, type, 0, kEvent): the record's end but for its depth
-  };
-
-  // ---- owner, hot: declared first so that they share one cache line ----
-  uint32_t window_ = 0;
-  // The window try_begin / try_end may record in: window_ where the clock is
-  // the TSC (or the platform has none), else 0, which no window has -- so one
-  // comparison also sends every event to the general path, which reads
-  // CLOCK_MONOTONIC, when the TSC is not the clock.
-  uint32_t inline_window_ = 0;
-  std::atomic<uint32_t> depth_{0};
-  uint32_t count_ = 0;
-  uint32_t capacity_ = 0;
-  RawRecord* records_ = nullptr;
+  // ---- owner, hot: the C ABI's pk_thread_writer, first, so that its fields
+  // and the first open events share the object's first cache line. Its
+  // window is this buffer's (0 before the first record); its inline_window
+  // the window try_begin / try_end (the header's pk_writer_try_*) may record
+  // in: the window where the clock is the TSC (or the platform has none),
+  // else 0, which no window has -- so one comparison also sends every event
+  // to the general path, which reads CLOCK_MONOTONIC, when the TSC is not
+  // the clock. depth and recorded are relaxed atomics (the collector reads
+  // them); committed points into the current chunk (chunk.h).
+  pk_thread_writer w_{};
   Chunk* chunk_ = nullptr;
 
  public:
-  // Complete host records written (a group counts once). Owner-written on
-  // every record, so it sits in the hot line too.
-  OwnerCounter recorded_events;
-
- private:
-  OpenEvent stack_[kMaxDepth];  // the first ones in the hot line too
-  Chunk* own_spares_ = nullptr;
-
  public:
   explicit ThreadBuffer(uint64_t tid);
   ~ThreadBuffer();
@@ -101,55 +89,51 @@ class alignas(64) ThreadBuffer {
   // slot (an open event to end), room in the chunk, the TSC -- inline and
   // without a call, so that a caller needs no stack frame and spans few
   // cache lines. They return false, having done nothing, in every other
-  // case, which begin() / end() handle.
+  // case, which begin() / end() handle. They are the C ABI's inline writer
+  // (profkit.h), which hooks compile into their own code: one implementation.
+  // Where the header has no inline writer (not x86-64), inline_window is
+  // always 0 and these are never called with a window that matches.
+#if PK_INLINE_WRITER
   PK_ALWAYS_INLINE bool try_begin(uint32_t window, uint32_t name, uint8_t type) noexcept {
-    const uint32_t d = depth_.load(std::memory_order_relaxed);
-    if (PK_UNLIKELY(inline_window_ != window || d >= kMaxDepth)) return false;
-    depth_.store(d + 1, std::memory_order_relaxed);
-    stack_[d] = {read_ticks_inline(), record_tail(name, type, 0, RecordKind::kEvent)};
-    return true;
+    return pk_writer_try_begin(&w_, window, name, static_cast<pk_event_type>(type)) != 0;
   }
 
-  PK_ALWAYS_INLINE bool try_end(uint32_t window) noexcept {
-    const uint64_t now = read_ticks_inline();  // only used when inline_window_ matches
-    const uint32_t d = depth_.load(std::memory_order_relaxed);
-    // d - 1 wraps when d == 0: an unmatched end takes end().
-    if (PK_UNLIKELY(inline_window_ != window || d - 1 >= kMaxDepth || count_ == capacity_)) return false;
-    depth_.store(d - 1, std::memory_order_relaxed);
-    const OpenEvent& e = stack_[d - 1];
-    store(make_record(e.start, now, e.tail | record_tail(0, 0, static_cast<uint8_t>(d - 1), RecordKind::kEvent)));
-    return true;
-  }
+  PK_ALWAYS_INLINE bool try_end(uint32_t window) noexcept { return pk_writer_try_end(&w_, window) != 0; }
+#else
+  PK_ALWAYS_INLINE bool try_begin(uint32_t, uint32_t, uint8_t) noexcept { return false; }
+  PK_ALWAYS_INLINE bool try_end(uint32_t) noexcept { return false; }
+#endif
 
   PK_ALWAYS_INLINE void begin(uint32_t window, uint32_t name, uint8_t type) noexcept {
-    if (PK_UNLIKELY(window_ != window)) start_window(window);
-    const uint32_t d = depth_.load(std::memory_order_relaxed);
-    depth_.store(d + 1, std::memory_order_relaxed);
+    if (PK_UNLIKELY(w_.window != window)) start_window(window);
+    const uint32_t d = depth();
+    set_depth(d + 1);
     if (PK_UNLIKELY(d >= kMaxDepth)) return;  // counted when it ends
-    OpenEvent& e = stack_[d];
+    pk_writer_open_event& e = w_.stack[d];
     e.tail = record_tail(name, type, 0, RecordKind::kEvent);
-    e.start = read_ticks();
+    e.start_ticks = read_ticks();
   }
 
   PK_ALWAYS_INLINE void end(uint32_t window) noexcept {
     const uint64_t now = read_ticks();
-    const uint32_t d = depth_.load(std::memory_order_relaxed);
-    if (PK_UNLIKELY(window_ != window || d == 0)) {
+    const uint32_t d = depth();
+    if (PK_UNLIKELY(w_.window != window || d == 0)) {
       unmatched_ends.add();
       return;
     }
-    depth_.store(d - 1, std::memory_order_relaxed);
+    set_depth(d - 1);
     if (PK_UNLIKELY(d > kMaxDepth)) {
       overflowed_events.add();
       return;
     }
-    const OpenEvent& e = stack_[d - 1];  // d <= kMaxDepth: the depth fits its byte
-    append(make_record(e.start, now, e.tail | record_tail(0, 0, static_cast<uint8_t>(d - 1), RecordKind::kEvent)));
+    const pk_writer_open_event& e = w_.stack[d - 1];  // d <= kMaxDepth: the depth fits its byte
+    append(
+        make_record(e.start_ticks, now, e.tail | record_tail(0, 0, static_cast<uint8_t>(d - 1), RecordKind::kEvent)));
   }
 
   PK_ALWAYS_INLINE void instant(uint32_t window, uint32_t name, uint8_t type) noexcept {
-    if (PK_UNLIKELY(window_ != window)) start_window(window);
-    const uint32_t d = depth_.load(std::memory_order_relaxed);
+    if (PK_UNLIKELY(w_.window != window)) start_window(window);
+    const uint32_t d = depth();
     const uint64_t now = read_ticks();
     // Depth hint d: nested inside the innermost open event.
     append({now, now, name, type, static_cast<uint8_t>(d > 255 ? 255 : d), RecordKind::kInstant});
@@ -164,22 +148,22 @@ class alignas(64) ThreadBuffer {
 
   // Writes one record; past the memory cap it is dropped and counted.
   PK_ALWAYS_INLINE void append(const RawRecord& record) noexcept {
-    if (PK_UNLIKELY(count_ == capacity_) && !next_chunk(1)) {
+    if (PK_UNLIKELY(w_.count == w_.capacity) && !next_chunk(1)) {
       dropped_events.add();
       return;
     }
     store(record);
   }
 
-  // Writes one record into the current chunk, which has room (count_ < capacity_).
+  // Writes one record into the current chunk, which has room (count < capacity).
   PK_ALWAYS_INLINE void store(const RawRecord& record) noexcept {
-    // The new count in a local: a RawRecord store may alias count_ (both hold
-    // uint32_t), which would make the compiler load it again for `committed`.
-    const uint32_t count = count_ + 1;
-    records_[count - 1] = record;
-    count_ = count;
-    chunk_->committed.store(count, std::memory_order_release);
-    recorded_events.add();
+    // The new count in a local: a RawRecord store may alias w_.count (both
+    // hold uint32_t), which would make the compiler load it again.
+    const uint32_t count = w_.count + 1;
+    records()[count - 1] = record;
+    w_.count = count;
+    chunk_->publish(count);
+    count_recorded(1);
   }
 
   // Writes `n` records that must be collected together (all or none); false,
@@ -208,6 +192,9 @@ class alignas(64) ThreadBuffer {
   // thread does not exist in the child.)
   void adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept;
 
+  // The C ABI's view of this buffer (pk_thread_writer_current).
+  pk_thread_writer* writer() noexcept { return &w_; }
+
   // ---- collector side ----
   uint64_t tid() const noexcept { return tid_; }
   void set_name(const std::string& name);
@@ -216,7 +203,9 @@ class alignas(64) ThreadBuffer {
   void lock_name_for_fork() const { name_mutex_.lock(); }
   void unlock_name_after_fork() const { name_mutex_.unlock(); }
   bool exited() const noexcept { return exited_.load(std::memory_order_acquire); }
-  uint32_t open_depth() const noexcept { return depth_.load(std::memory_order_relaxed); }
+  uint32_t open_depth() const noexcept { return __atomic_load_n(&w_.depth, __ATOMIC_RELAXED); }
+  // Complete host records written (a group counts once).
+  uint64_t recorded_events() const noexcept { return __atomic_load_n(&w_.recorded, __ATOMIC_RELAXED); }
   uint32_t window() const noexcept { return window_snapshot_.load(std::memory_order_relaxed); }
   // Calls visit(records, n) for every record not yet collected, oldest first,
   // then recycles the chunks the owner has finished with: when `keep_spares`
@@ -247,11 +236,31 @@ class alignas(64) ThreadBuffer {
   Chunk* take_spare() noexcept;
   static void drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept;
 
+  // No chunk (the memory cap, or the thread's last one given up at exit).
+  void forget_chunk() noexcept {
+    chunk_ = nullptr;
+    set_records(nullptr);
+    w_.committed = nullptr;
+    w_.count = w_.capacity = 0;
+  }
+
+  // The writer's fields the owner reads and writes, by their engine types.
+  uint32_t depth() const noexcept { return open_depth(); }
+  void set_depth(uint32_t d) noexcept { __atomic_store_n(&w_.depth, d, __ATOMIC_RELAXED); }
+  RawRecord* records() const noexcept { return reinterpret_cast<RawRecord*>(w_.records); }
+  void set_records(RawRecord* records) noexcept { w_.records = reinterpret_cast<uint64_t*>(records); }
+  // A plain load and store (the owner is the only writer), not a locked add.
+  void count_recorded(uint64_t n) noexcept {
+    __atomic_store_n(&w_.recorded, __atomic_load_n(&w_.recorded, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+  }
+
   // Moves the uncollected records of the owner's last chunk, when they fill
   // little of it, into exit_records_ and gives the chunk up (see
   // on_thread_exit).
   void shrink_last_chunk_at_exit() noexcept;
   void free_exit_records() noexcept;
+
+  Chunk* own_spares_ = nullptr;  // owner
 
   // shared with the collector
   std::atomic<uint32_t> window_snapshot_{0};
@@ -270,7 +279,14 @@ class alignas(64) ThreadBuffer {
   std::string name_;
 };
 
-// The calling thread's buffer, or nullptr before its first record.
+// The writer's records are RawRecords (the header documents the same words).
+static_assert(sizeof(RawRecord) == PK_WRITER_RECORD_WORDS * sizeof(uint64_t), "a writer record is a RawRecord");
+static_assert(offsetof(pk_thread_writer, stack) == 48, "the writer's first open event shares its cache line");
+static_assert(ThreadBuffer::kMaxDepth == PK_WRITER_MAX_DEPTH, "the writer's stack is the buffer's");
+
+// The calling thread's buffer, or nullptr before its first record. Set
+// together with pk_thread_writer_current (the C ABI's view of the same
+// buffer: its writer), and cleared with it when the thread exits.
 extern PK_TLS_FAST ThreadBuffer* t_thread_buffer;
 
 // Slow path of the first record on a thread: creates and registers its

@@ -19,7 +19,7 @@ void ThreadRegistry::thread_exited(ThreadBuffer* buffer) noexcept {
 }
 
 void ThreadRegistry::retire(ThreadBuffer* buffer) {
-  retired_.recorded_events += buffer->recorded_events.get();
+  retired_.recorded_events += buffer->recorded_events();
   retired_.dropped_events += buffer->dropped_events.get();
   retired_.unmatched_ends += buffer->unmatched_ends.get();
   retired_.overflowed_events += buffer->overflowed_events.get();
@@ -55,7 +55,7 @@ CounterTotals ThreadRegistry::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CounterTotals t = retired_;
   for (const ThreadBuffer* b : buffers_) {
-    t.recorded_events += b->recorded_events.get();
+    t.recorded_events += b->recorded_events();
     t.dropped_events += b->dropped_events.get();
     t.unmatched_ends += b->unmatched_ends.get();
     t.overflowed_events += b->overflowed_events.get();

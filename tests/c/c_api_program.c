@@ -27,17 +27,36 @@ static pk_name_id g_forward, g_matmul, g_relu;
 static void* worker(void* arg) {
   char name[32];
   int i;
-  snprintf(name, sizeof name, "worker %d", *(const int*)arg);
+  const int id = *(const int*)arg;
+  snprintf(name, sizeof name, "worker %d", id);
   CHECK(pk_set_thread_name(name) == PK_OK);
   for (i = 0; i < ITERATIONS; ++i) {
-    pk_begin_event(g_forward, PK_EVENT_FORWARD);
-    pk_begin_event(g_matmul, PK_EVENT_OPERATOR);
-    pk_event_arg_int(pk_intern("flops"), 2 * i);
-    pk_end_event();
-    pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
-    pk_end_event();
-    pk_end_event();
+    if (id % 2 == 0) {
+      pk_begin_event(g_forward, PK_EVENT_FORWARD);
+      pk_begin_event(g_matmul, PK_EVENT_OPERATOR);
+      pk_event_arg_int(pk_intern("flops"), 2 * i);
+      pk_end_event();
+      pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
+      pk_end_event();
+      pk_end_event();
+    } else {
+      /* The same events through the thread writer (1.17), mixed with the
+       * calls: begun one way and ended the other, they still pair. */
+      PK_BEGIN_EVENT_INLINE(g_forward, PK_EVENT_FORWARD);
+      PK_BEGIN_EVENT_INLINE(g_matmul, PK_EVENT_OPERATOR);
+      pk_event_arg_int(pk_intern("flops"), 2 * i); /* attaches to the event begun inline */
+      PK_END_EVENT_INLINE();
+      pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
+      PK_END_EVENT_INLINE();
+      pk_end_event();
+    }
   }
+#if PK_INLINE_WRITER
+  /* The thread's writer exists after its first event and records this window. */
+  CHECK(pk_thread_writer_current != NULL);
+  CHECK(pk_thread_writer_current != NULL && pk_thread_writer_current->inline_window == pk_recording_word);
+  CHECK(pk_thread_writer_current != NULL && pk_thread_writer_current->depth == 0);
+#endif
   return NULL;
 }
 
@@ -54,7 +73,7 @@ int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
 
   CHECK((pk_api_version() >> 16) == PK_API_VERSION_MAJOR);
-  CHECK((pk_api_version() & 0xFFFFu) >= 14u); /* pk_last_error_errno */
+  CHECK((pk_api_version() & 0xFFFFu) >= 17u); /* the thread writer */
   /* The frozen record layouts, as the header states them. */
   CHECK(sizeof(pk_host_event) == 24 && sizeof(pk_event_arg) == 24 && sizeof(pk_memory_event) == 48);
   CHECK(sizeof(pk_device_event) == 48 && sizeof(pk_kernel_detail) == 48 && sizeof(pk_memory_op_detail) == 16);
@@ -95,8 +114,9 @@ int main(int argc, char** argv) {
   CHECK(strcmp(pk_status_string((pk_status)-5), "PK_ERR_UNKNOWN") == 0);
   CHECK(pk_event_type_name((pk_event_type)-1) == NULL);
   CHECK(pk_step_end(64) == PK_OK);
-  pk_end_event(); /* unmatched: counted, harmless */
+  PK_END_EVENT_INLINE(); /* unmatched: counted, harmless (through pk_end_event) */
   CHECK(pk_set_state(PK_STATE_CLOSED) == PK_OK);
+  PK_END_EVENT_INLINE(); /* not recording: nothing at all */
 
   CHECK(pk_collect(&result) == PK_OK);
   events = pk_result_host_events(result, &count);
@@ -111,6 +131,13 @@ int main(int argc, char** argv) {
     if (strcmp(name, "DataLoader") == 0) CHECK(events[i].type == PK_EVENT_DATALOADER);
     if (strcmp(name, "odd type") == 0) CHECK(events[i].type == PK_EVENT_USER_DEFINED);
     CHECK(strcmp(name, "inner") != 0);
+  }
+  {
+    /* A "flops" argument per matmul, however the matmul began. */
+    size_t args = 0, flops = 0;
+    const pk_event_arg* arg = pk_result_event_args(result, &args);
+    for (i = 0; i < args; ++i) flops += strcmp(pk_result_string(result, arg[i].key), "flops") == 0;
+    CHECK(flops == (size_t)(THREADS * ITERATIONS));
   }
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;

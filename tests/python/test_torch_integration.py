@@ -5,6 +5,7 @@ import importlib.util
 import inspect
 import multiprocessing
 import os
+import platform
 import threading
 
 import pytest
@@ -94,6 +95,38 @@ def test_warm_operators_are_found_by_address(pk_torch):
     assert any(n.startswith("autograd::engine::evaluate_function: ") for n in built_per_call)
     assert len(operators) - len(built_per_call) > 100  # dispatcher operators, all found by address
     assert 0 < lookups <= len(built_per_call)
+
+
+def test_operators_are_written_through_each_threads_writer(pk_torch):
+    # The operator callbacks write a thread's engine buffer in the hook's own
+    # code (the C ABI's thread writer, 1.17), finding it by torch's id of the
+    # thread: a thread's first operator goes through pk_begin_event, which
+    # makes the buffer, and the hook remembers its writer from then on.
+    pk_torch.enable(all_threads=True)
+    native = pk_torch._current.native
+    before = native.thread_writers_known()
+    recorded = []
+
+    def work():
+        x = torch.randn(8, 8)
+        for _ in range(50):
+            x = torch.mm(x, x).tanh()
+        recorded.append(True)
+
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    with prof:
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+    events = events_of(prof)
+    tid = [t for t, n in zip(events["tid"], events["name"]) if n == "aten::mm"]
+    assert recorded and len(tid) == 50 and len(set(tid)) == 1
+    tanh = [n for n in events["name"] if n == "aten::tanh"]
+    assert len(tanh) == 50
+    if platform.machine() in ("x86_64", "AMD64"):  # where the inline writer exists
+        assert native.thread_writers_known() == before + 1
+    else:
+        assert native.thread_writers_known() == 0
 
 
 def _define_op(namespace, op_name, fn):

@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 16
+#define PK_API_VERSION_MINOR 17
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -231,6 +231,129 @@ PK_API extern const volatile uint32_t pk_recording_word;
   do {                                     \
     if (PK_IS_RECORDING()) pk_end_event(); \
   } while (0)
+
+/* ---- Recording without a call: the thread writer (since 1.17) ------------
+ *
+ * A hook that records every operator of a framework spends most of what it
+ * costs on instruction-cache misses: between two operators the framework's
+ * own code evicts most of L1i, so every cache line an event executes tends to
+ * miss, and a call into libprofkit adds the library's lines to the hook's.
+ * PK_BEGIN_EVENT_INLINE / PK_END_EVENT_INLINE record the common case in the
+ * caller's own code instead: they write the calling thread's pk_thread_writer,
+ * which is the engine's own per-thread buffer (pk_begin_event uses the same
+ * code below), and fall back to pk_begin_event / pk_end_event for everything
+ * else (the thread's first event, a new window, a full buffer, too deep a
+ * nesting, a clock other than the TSC). Events recorded either way pair with
+ * each other: one begun inline may end through pk_end_event and vice versa.
+ *
+ * Where the inline path exists (PK_INLINE_WRITER is 1: x86-64, little-endian,
+ * GCC or Clang), the macros read pk_recording_word, the exported thread-local
+ * pk_thread_writer_current and the writer; elsewhere they are plain calls.
+ * The same rules as pk_begin_event hold: pairs nest last-in-first-out on one
+ * thread, no allocation, no lock, nothing fails (problems are counted).
+ *
+ * The layout of pk_thread_writer and of its records is frozen within major 1.
+ * It belongs to the engine: callers use the functions below and write no
+ * field themselves. Thread-safety: a writer is its thread's alone; the
+ * engine's collector reads it through `committed` (release/acquire). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !defined(PK_NO_INLINE_WRITER)
+#define PK_INLINE_WRITER 1
+#else
+#define PK_INLINE_WRITER 0
+#endif
+
+#define PK_WRITER_MAX_DEPTH 256 /* open events a writer holds; deeper ones take pk_begin_event */
+#define PK_WRITER_RECORD_WORDS 3
+
+/* One open event: its start and its record's last word but the depth. */
+typedef struct pk_writer_open_event {
+  uint64_t start_ticks;
+  uint64_t tail;
+} pk_writer_open_event;
+
+/* A thread's record buffer. A record is PK_WRITER_RECORD_WORDS 64-bit words:
+ * start ticks, end ticks (the TSC), then the tail: name id in bits 0-31, event
+ * type in 32-39, nesting depth in 40-47, record kind (0: a complete event) in
+ * 48-63. */
+typedef struct pk_thread_writer {
+  uint32_t window;        /* engine: the recording window the buffer is in */
+  uint32_t inline_window; /* the window inline writes may record in; 0: none */
+  uint32_t depth;         /* events open on the thread (relaxed atomic) */
+  uint32_t count;         /* records in `records` */
+  uint32_t capacity;      /* room in `records`, in records */
+  uint32_t reserved;
+  uint64_t* records;
+  uint32_t* committed; /* `count`, published to the collector (release store) */
+  uint64_t recorded;   /* complete records written (relaxed atomic) */
+  pk_writer_open_event stack[PK_WRITER_MAX_DEPTH];
+} pk_thread_writer;
+
+#if PK_INLINE_WRITER
+/* The calling thread's writer; NULL until its first event through
+ * pk_begin_event (or any other recording call) and after it exits. A
+ * thread's writer stays at the same address for as long as the thread runs,
+ * so a hook may keep the pointer by its own thread id rather than read this
+ * thread-local, which from another shared library costs a TLS descriptor
+ * call. */
+__extension__ PK_API extern __thread pk_thread_writer* pk_thread_writer_current;
+
+/* The common case of pk_begin_event on `w` for the recording window `window`
+ * (pk_recording_word, read by the caller): 1 when recorded, 0 (nothing done)
+ * when pk_begin_event must take the event. */
+static inline int pk_writer_try_begin(pk_thread_writer* w, uint32_t window, pk_name_id name, pk_event_type type) {
+  const uint32_t depth = __atomic_load_n(&w->depth, __ATOMIC_RELAXED);
+  /* A type that is no pk_event_type is clamped as pk_begin_event clamps it. */
+  const uint32_t type_bits = (uint32_t)type > 255u ? 255u : (uint32_t)type;
+  if (__builtin_expect(w->inline_window != window || depth >= PK_WRITER_MAX_DEPTH, 0)) return 0;
+  __atomic_store_n(&w->depth, depth + 1, __ATOMIC_RELAXED);
+  w->stack[depth].start_ticks = __builtin_ia32_rdtsc();
+  w->stack[depth].tail = (uint64_t)name | (uint64_t)type_bits << 32;
+  return 1;
+}
+
+/* The common case of pk_end_event: 1 when recorded, 0 (nothing done) when
+ * pk_end_event must take it. */
+static inline int pk_writer_try_end(pk_thread_writer* w, uint32_t window) {
+  const uint64_t now = __builtin_ia32_rdtsc(); /* first: the event ends here */
+  const uint32_t depth = __atomic_load_n(&w->depth, __ATOMIC_RELAXED);
+  const uint32_t count = w->count;
+  /* depth - 1 wraps when no event is open: pk_end_event counts that. */
+  if (__builtin_expect(w->inline_window != window || depth - 1 >= PK_WRITER_MAX_DEPTH || count == w->capacity, 0)) {
+    return 0;
+  }
+  __atomic_store_n(&w->depth, depth - 1, __ATOMIC_RELAXED);
+  uint64_t* record = w->records + (size_t)count * PK_WRITER_RECORD_WORDS;
+  record[0] = w->stack[depth - 1].start_ticks;
+  record[1] = now;
+  record[2] = w->stack[depth - 1].tail | (uint64_t)(depth - 1) << 40;
+  w->count = count + 1;
+  __atomic_store_n(w->committed, count + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&w->recorded, __atomic_load_n(&w->recorded, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+#define PK_BEGIN_EVENT_INLINE(name, type)                                                     \
+  do {                                                                                        \
+    const uint32_t pk_window_ = pk_recording_word;                                            \
+    if (pk_window_ != 0) {                                                                    \
+      pk_thread_writer* const pk_writer_ = pk_thread_writer_current;                          \
+      if (pk_writer_ == NULL || !pk_writer_try_begin(pk_writer_, pk_window_, (name), (type))) \
+        pk_begin_event((name), (type));                                                       \
+    }                                                                                         \
+  } while (0)
+#define PK_END_EVENT_INLINE()                                                               \
+  do {                                                                                      \
+    const uint32_t pk_window_ = pk_recording_word;                                          \
+    if (pk_window_ != 0) {                                                                  \
+      pk_thread_writer* const pk_writer_ = pk_thread_writer_current;                        \
+      if (pk_writer_ == NULL || !pk_writer_try_end(pk_writer_, pk_window_)) pk_end_event(); \
+    }                                                                                       \
+  } while (0)
+#else
+#define PK_BEGIN_EVENT_INLINE(name, type) PK_BEGIN_EVENT(name, type)
+#define PK_END_EVENT_INLINE() PK_END_EVENT()
+#endif
 
 /* Records a zero-duration event at the current time on the calling thread. */
 PK_API void pk_instant_event(pk_name_id name, pk_event_type type) PK_NOEXCEPT;

@@ -16,7 +16,8 @@
 // and removes them when it closes, so outside windows PyTorch runs with no
 // callback of ours at all (and skips RecordFunction entirely when nothing
 // else listens). Inside a window each operator costs RecordFunction's own
-// bookkeeping plus one pk_begin_event/pk_end_event pair; names go through
+// bookkeeping plus one event pair, written inline through the C ABI's thread
+// writer (pk_begin_event/pk_end_event when it cannot); names go through
 // caches (_torch_op_names.h) that, for a dispatcher operator, read neither its
 // name nor profkit's copy: one shared table keyed by the name's address.
 //
@@ -59,6 +60,7 @@
 #include "_torch_call_ranges.h"
 #include "_torch_memory.h"
 #include "_torch_op_names.h"
+#include "_torch_thread_writers.h"
 
 #include <pthread.h>
 
@@ -173,12 +175,44 @@ PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) {
 }
 
 // ---- the callbacks: operators first, user ranges off the hot path -------------------
+// An operator is recorded in the hook's own code through the engine's thread
+// writer (PK_INLINE_WRITER, profkit.h; found by torch's thread id,
+// _torch_thread_writers.h), with no call into libprofkit in the common case:
+// the two calls per operator and the library's code lines they ran were a
+// third of the instruction-cache misses the hook added above reading the
+// clock in an op-bound training step (callgrind, BENCHMARKS.md). `window` is
+// pk_recording_word, read once by the caller; pk_begin_event / pk_end_event
+// take every case the writer does not (a new window, a full buffer, ...).
+PK_HOOK_HOT inline void begin_operator(const at::RecordFunction& fn, uint32_t window, pk_name_id name) {
+#if PK_INLINE_WRITER
+  pk_thread_writer* const writer = profkit_torch::thread_writer(fn);
+  if (__builtin_expect(writer != nullptr, 1) && pk_writer_try_begin(writer, window, name, PK_EVENT_OPERATOR)) return;
+#else
+  (void)fn;
+  (void)window;
+#endif
+  pk_begin_event(name, PK_EVENT_OPERATOR);
+}
+
+PK_HOOK_HOT inline void end_operator(const at::RecordFunction& fn) {
+  const uint32_t window = __atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED);
+  if (window == 0) return;  // as pk_end_event: nothing outside a window
+#if PK_INLINE_WRITER
+  pk_thread_writer* const writer = profkit_torch::thread_writer(fn);
+  if (__builtin_expect(writer != nullptr, 1) && pk_writer_try_end(writer, window)) return;
+#else
+  (void)fn;
+#endif
+  pk_end_event();
+}
+
 // Two start callbacks, one per record_shapes setting, so that the common one
 // reads no flag per operator; arm() registers the one asked for.
 PK_HOOK_COLD void on_start_outside_window();
 
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (__builtin_expect(__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0, 0)) {
+  const uint32_t window = __atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED);
+  if (__builtin_expect(window == 0, 0)) {
     on_start_outside_window();
     return nullptr;
   }
@@ -186,12 +220,13 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFuncti
     on_range_start(fn);
     return nullptr;
   }
-  pk_begin_event(operator_name_id(fn), PK_EVENT_OPERATOR);
+  begin_operator(fn, window, operator_name_id(fn));
   return nullptr;
 }
 
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
-  if (__builtin_expect(__atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED) == 0, 0)) {
+  const uint32_t window = __atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED);
+  if (__builtin_expect(window == 0, 0)) {
     on_start_outside_window();
     return nullptr;
   }
@@ -199,7 +234,9 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::
     on_range_start(fn);
     return nullptr;
   }
-  pk_begin_event(operator_name_id(fn), PK_EVENT_OPERATOR);
+  // The writer's open event is the engine's innermost one: the argument
+  // attaches to it whichever way it began.
+  begin_operator(fn, window, operator_name_id(fn));
   pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
   return nullptr;
 }
@@ -209,7 +246,7 @@ PK_HOOK_HOT void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     on_range_end(fn);
     return;
   }
-  pk_end_event();
+  end_operator(fn);
 }
 
 // ---- registration ------------------------------------------------------------------
@@ -434,6 +471,14 @@ PyObject* content_lookups(PyObject*, PyObject*) {
   return PyLong_FromUnsignedLongLong(profkit_torch::content_lookups());
 }
 
+PyObject* thread_writers_known(PyObject*, PyObject*) {
+#if PK_INLINE_WRITER
+  return PyLong_FromSize_t(profkit_torch::thread_writers_known());
+#else
+  return PyLong_FromLong(0);
+#endif
+}
+
 PyObject* installed(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return PyBool_FromLong(g_listener != 0);
@@ -470,6 +515,9 @@ PyMethodDef kMethods[] = {
      "forget_after_fork(): in a forked child, drop the torch callbacks without taking any lock; the child may "
      "install() again"},
     {"installed", installed, METH_NOARGS, "installed() -> bool: whether install() is in effect"},
+    {"thread_writers_known", thread_writers_known, METH_NOARGS,
+     "thread_writers_known() -> int: threads whose engine writer the operator callbacks write without a call "
+     "(0 where the inline writer does not exist)"},
     {"names_interned", names_interned, METH_NOARGS,
      "names_interned() -> int: operator and range names the per-thread content tables have sent to pk_intern so far"},
     {"content_lookups", content_lookups, METH_NOARGS,

@@ -51,11 +51,13 @@ SOURCES = [
     _HERE / "_torch_call_ranges.cpp",
     _HERE / "_torch_memory.cpp",
     _HERE / "_torch_op_names.cpp",
+    _HERE / "_torch_thread_writers.cpp",
 ]
 HEADERS = [
     _HERE / "_torch_call_ranges.h",
     _HERE / "_torch_memory.h",
     _HERE / "_torch_op_names.h",
+    _HERE / "_torch_thread_writers.h",
     _HERE / "_torch_name_scan.h",
     _HERE / "_torch_hook_layout.h",
 ]
