@@ -105,10 +105,15 @@ TEST(Stress, CollectsWhileThreadsRecordAndComeAndGoLoseNothing) {
   constexpr int kEventsPerBriefThread = 7;
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
   std::atomic<int> running{kBusyThreads + 1};
+  std::atomic<int> collects_done{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kBusyThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kPairsPerBusyThread; ++i) {
+        // Halfway, until two collects have run: collects happen while these
+        // threads record however fast they record (under ThreadSanitizer a
+        // collect is slow enough that they once finished in between).
+        while (i == kPairsPerBusyThread / 2 && collects_done.load() < 2) std::this_thread::yield();
         pk_begin_event(outer, PK_EVENT_OPERATOR);
         pk_begin_event(inner, PK_EVENT_OPERATOR_INNER);
         pk_end_event();
@@ -144,6 +149,7 @@ TEST(Stress, CollectsWhileThreadsRecordAndComeAndGoLoseNothing) {
     unmatched += info.unmatched_ends;
     unfinished = info.unfinished_events;  // the last result's: after every thread ended
     ++collects;
+    collects_done.store(collects);
   };
   while (running.load() > 0) take(profkit_test::collect().get());
   for (auto& th : threads) th.join();
