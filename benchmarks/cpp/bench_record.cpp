@@ -1,7 +1,8 @@
 // Cost of the hot path through the C ABI: pk_begin_event + pk_end_event per
 // pair, recording and not recording, on 1 and 2 threads; past the memory cap;
-// and the string-name variant. Each recording run is a fixed number of pairs so memory stays
-// bounded (24 bytes a pair) and nothing is dropped.
+// the string-name variant; and the thread writer's inline macros (1.17).
+// Each recording run is a fixed number of pairs so memory stays bounded (24
+// bytes a pair) and nothing is dropped.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -52,6 +53,21 @@ void BM_BeginEnd_Recording(benchmark::State& state) {
 }
 BENCHMARK(BM_BeginEnd_Recording)->Iterations(kPairs)->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK(BM_BeginEnd_Recording)->Iterations(kPairs)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The same pairs through PK_BEGIN_EVENT_INLINE / PK_END_EVENT_INLINE: the
+// writer's code in the caller, no call into libprofkit. In a loop this tight
+// both are the two clock reads; the difference is the call and the
+// library's code lines, which matter where a framework's work evicts them.
+void BM_BeginEndInline_Recording(benchmark::State& state) {
+  const pk_name_id name = pk_intern("aten::add");
+  start_recording(state);
+  for (auto _ : state) {
+    PK_BEGIN_EVENT_INLINE(name, PK_EVENT_OPERATOR);
+    PK_END_EVENT_INLINE();
+  }
+  stop_recording(state);
+}
+BENCHMARK(BM_BeginEndInline_Recording)->Iterations(kPairs)->Repetitions(5)->ReportAggregatesOnly(true);
 
 void BM_BeginEnd_NotRecording(benchmark::State& state) {
   const pk_name_id name = pk_intern("aten::add");
