@@ -58,17 +58,9 @@ PK_ALWAYS_INLINE uint64_t read_ticks() noexcept {
 #endif
 }
 
-// The hot paths' clock read, without a call or a test: the TSC on x86, which
-// callers may use only when it is the clock (ticks_inline_ok()).
-PK_ALWAYS_INLINE uint64_t read_ticks_inline() noexcept {
-#if PK_HAVE_TSC
-  return __rdtsc();
-#else
-  return monotonic_ns();
-#endif
-}
-
-// Whether read_ticks_inline() reads the engine clock (fixed once loaded).
+// Whether the engine clock is the TSC, which the thread writer reads inline
+// (profkit.h); true where there is no TSC, as every read is then of the one
+// clock. Fixed once loaded.
 inline bool ticks_inline_ok() noexcept {
 #if PK_HAVE_TSC
   return clock_detail::g_use_tsc;

@@ -78,7 +78,6 @@ class alignas(64) ThreadBuffer {
   Chunk* chunk_ = nullptr;
 
  public:
- public:
   explicit ThreadBuffer(uint64_t tid);
   ~ThreadBuffer();
   ThreadBuffer(const ThreadBuffer&) = delete;
