@@ -14,6 +14,7 @@
 namespace {
 
 using profkit_test::collect;
+using profkit_test::events_of;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
 
@@ -24,12 +25,6 @@ class DataLoadingTest : public ::testing::Test {
 };
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-std::vector<pk_host_event> events_of(const pk_result* r) {
-  size_t n = 0;
-  const pk_host_event* e = pk_result_host_events(r, &n);
-  return std::vector<pk_host_event>(e, e + n);
-}
 
 uint64_t unmatched_ends(const pk_result* r) {
   pk_result_info info{};

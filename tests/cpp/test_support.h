@@ -13,6 +13,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "profkit/profkit.h"
 
@@ -44,6 +45,20 @@ inline ResultPtr collect() {
   pk_result* r = nullptr;
   EXPECT_EQ(pk_collect(&r), PK_OK) << pk_last_error();
   return ResultPtr(r);
+}
+
+// A result's host events, copied out.
+inline std::vector<pk_host_event> events_of(const pk_result* r) {
+  size_t n = 0;
+  const pk_host_event* e = pk_result_host_events(r, &n);
+  return std::vector<pk_host_event>(e, e + n);
+}
+
+inline pk_result_info info_of(const pk_result* r) {
+  pk_result_info info{};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(pk_result_get_info(r, &info), PK_OK);
+  return info;
 }
 
 inline ResultPtr load(const std::string& path) {

@@ -17,6 +17,8 @@ namespace {
 
 using profkit_test::answer_of_child;
 using profkit_test::collect;
+using profkit_test::events_of;
+using profkit_test::info_of;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
 
@@ -25,19 +27,6 @@ class ThreadWriterTest : public ::testing::Test {
   void SetUp() override { reset_engine(); }
   void TearDown() override { reset_engine(); }
 };
-
-std::vector<pk_host_event> events_of(const pk_result* r) {
-  size_t n = 0;
-  const pk_host_event* e = pk_result_host_events(r, &n);
-  return std::vector<pk_host_event>(e, e + n);
-}
-
-pk_result_info info_of(const pk_result* r) {
-  pk_result_info info{};
-  info.struct_size = sizeof info;
-  EXPECT_EQ(pk_result_get_info(r, &info), PK_OK);
-  return info;
-}
 
 #if PK_INLINE_WRITER
 
