@@ -234,7 +234,7 @@ PK_API extern const volatile uint32_t pk_recording_word;
 
 /* ---- Recording without a call: the thread writer (since 1.17) ------------
  *
- * A hook that records every operator of a framework spends most of what it
+ * A hook that records every operator of a framework spends much of what it
  * costs on instruction-cache misses: between two operators the framework's
  * own code evicts most of L1i, so every cache line an event executes tends to
  * miss, and a call into libprofkit adds the library's lines to the hook's.
@@ -255,7 +255,11 @@ PK_API extern const volatile uint32_t pk_recording_word;
  * The layout of pk_thread_writer and of its records is frozen within major 1.
  * It belongs to the engine: callers use the functions below and write no
  * field themselves. Thread-safety: a writer is its thread's alone; the
- * engine's collector reads it through `committed` (release/acquire). */
+ * engine's collector reads it through `committed` (release/acquire).
+ * A program that uses the macros refers to pk_thread_writer_current, so it
+ * loads only with a 1.17 or later library; one that must also run with older
+ * ones defines PK_NO_INLINE_WRITER before including this header (the macros
+ * are then the calls). */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__BYTE_ORDER__) && \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !defined(PK_NO_INLINE_WRITER)
 #define PK_INLINE_WRITER 1
