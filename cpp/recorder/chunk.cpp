@@ -47,28 +47,58 @@ void Chunk::release(Chunk* chunk) noexcept {
 namespace {
 std::mutex g_pool_mutex;
 Chunk* g_pool = nullptr;
+uint32_t g_pool_size = 0;
 // Whether g_pool may hold a chunk, readable without the mutex: past the
 // memory cap every record of every thread asks the pool for a chunk before it
 // is dropped, and those threads must not queue on the mutex to learn that the
 // pool is empty. Written under the mutex; a stale `false` only sends a thread
 // to Chunk::allocate (and a drop) as if it had asked a moment earlier.
 std::atomic<bool> g_pool_has_chunks{false};
+std::atomic<uint64_t> g_handed_out{0};
+
+Chunk* take_pooled() noexcept {
+  if (!g_pool_has_chunks.load(std::memory_order_relaxed)) return nullptr;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  Chunk* c = g_pool;
+  if (c != nullptr) {
+    g_pool = c->next;
+    --g_pool_size;
+  }
+  g_pool_has_chunks.store(g_pool != nullptr, std::memory_order_relaxed);
+  return c;
+}
 }  // namespace
 
 void ChunkPool::put(Chunk* chunk) noexcept {
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   chunk->next = g_pool;
   g_pool = chunk;
+  ++g_pool_size;
   g_pool_has_chunks.store(true, std::memory_order_relaxed);
 }
 
-Chunk* ChunkPool::take() noexcept {
-  if (!g_pool_has_chunks.load(std::memory_order_relaxed)) return nullptr;
-  std::lock_guard<std::mutex> lock(g_pool_mutex);
-  Chunk* c = g_pool;
-  if (c != nullptr) g_pool = c->next;
-  g_pool_has_chunks.store(g_pool != nullptr, std::memory_order_relaxed);
+Chunk* ChunkPool::acquire() noexcept {
+  Chunk* c = take_pooled();
+  if (c == nullptr) c = Chunk::allocate();
+  if (c != nullptr) g_handed_out.fetch_add(1, std::memory_order_relaxed);
   return c;
+}
+
+uint64_t ChunkPool::chunks_handed_out() noexcept { return g_handed_out.load(std::memory_order_relaxed); }
+
+void ChunkPool::stock(uint32_t target) noexcept {
+  // The mutex is not held while mapping: recording threads keep taking
+  // chunks meanwhile, and one more or less than `target` does no harm.
+  for (uint32_t held = size(); held < target; ++held) {
+    Chunk* c = Chunk::allocate();
+    if (c == nullptr) return;
+    put(c);
+  }
+}
+
+uint32_t ChunkPool::size() noexcept {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  return g_pool_size;
 }
 
 void ChunkPool::lock_for_fork() noexcept { g_pool_mutex.lock(); }
@@ -81,6 +111,7 @@ void ChunkPool::trim() noexcept {
     std::lock_guard<std::mutex> lock(g_pool_mutex);
     list = g_pool;
     g_pool = nullptr;
+    g_pool_size = 0;
     g_pool_has_chunks.store(false, std::memory_order_relaxed);
   }
   while (list != nullptr) {

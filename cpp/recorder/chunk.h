@@ -68,15 +68,25 @@ class ChunkStack {
   std::atomic<Chunk*> head_{nullptr};
 };
 
-// Spare chunks of threads that have exited, for threads that have none of
-// their own. Thread-safe: a mutex, taken only on the refill path (once per
-// Chunk::kCapacity records) and by the collector -- and not when the pool is
-// empty, which take() tells from an atomic flag (past the memory cap every
-// record asks).
+// The chunks no thread holds: those stocked ahead of a recording window
+// (ChunkReserve), spares of threads that have exited, and a collect's spares
+// beyond a live thread's own (ThreadBuffer::kKeptSpares). Any thread takes
+// from it. Thread-safe: a mutex, taken only on the refill path (once per
+// Chunk::kCapacity records) and by the collector and the Recorder -- and not
+// when the pool is empty, which acquire() tells from an atomic flag (past
+// the memory cap every record asks).
 class ChunkPool {
  public:
   static void put(Chunk* chunk) noexcept;
-  static Chunk* take() noexcept;
+  // A pooled chunk, else a newly mapped one; nullptr past the memory cap.
+  static Chunk* acquire() noexcept;
+  // Chunks acquire() has handed out since the process started (a forked
+  // child counts on from its parent's count).
+  static uint64_t chunks_handed_out() noexcept;
+  // Maps chunks until the pool holds `target`, or the memory cap (or the
+  // system) refuses one. Runs beside threads taking chunks.
+  static void stock(uint32_t target) noexcept;
+  static uint32_t size() noexcept;
   // Frees every pooled chunk (profiling has closed).
   static void trim() noexcept;
   // Held across fork() (see Recorder's fork handlers).

@@ -73,6 +73,7 @@ void Recorder::set_state(int32_t raw) {
   const pk_state from = state();
   if (from == to) return;
   if (is_recording(to) && !is_recording(from)) {
+    reserve_.window_opened();
     if (!span_started_) {
       span_started_ = true;
       span_start_ns_ = 0;
@@ -84,8 +85,17 @@ void Recorder::set_state(int32_t raw) {
     set_recording_window(last_window_);
   } else if (!is_recording(to) && is_recording(from)) {
     set_recording_window(0);
+    reserve_.window_closed();
     span_end_ticks_ = read_ticks();
     cpu_end_ = take_cpu_snapshot();
+  }
+  // Record chunks are mapped before a window opens (chunk_reserve.h says
+  // why): READY warms up for the next window, and a window opened straight
+  // from CLOSED gets them here too. Closed, the pool goes back to the system.
+  if (to == PK_STATE_CLOSED) {
+    ChunkPool::trim();
+  } else if (from == PK_STATE_CLOSED || is_recording(to) != is_recording(from)) {
+    ChunkPool::stock(reserve_.target());
   }
   state_.store(to, std::memory_order_relaxed);
   if (source_ != nullptr) source_->on_state_change(from, to);

@@ -19,6 +19,7 @@
 #include "common/compiler.h"
 #include "profkit/profkit.h"
 #include "recorder/activity_source.h"
+#include "recorder/chunk_reserve.h"
 #include "recorder/cpu_usage.h"
 #include "trace/result.h"
 
@@ -92,6 +93,7 @@ class Recorder {
   mutable std::mutex mutex_;
   std::atomic<int> state_{PK_STATE_CLOSED};
   uint32_t last_window_ = 0;
+  ChunkReserve reserve_;  // record chunks mapped before a window opens
 
   // The span the next collect covers: from the first recording start (or the
   // last collect while recording) to the recording stop (or the collect).

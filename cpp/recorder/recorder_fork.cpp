@@ -73,6 +73,7 @@ void Recorder::start_afresh_in_forked_child() {
                                                        now);
   forget_unmatched_without_buffer();
   ChunkPool::trim();  // spare chunks mapped by the parent
+  reserve_.start_afresh();
   capped_steps_.clear();
   if (source_ != nullptr) source_->forget_in_forked_child();
   if (step_open_) step_start_ticks_ = std::max(step_start_ticks_, now);

@@ -88,8 +88,7 @@ Chunk* ThreadBuffer::take_spare() noexcept {
 bool ThreadBuffer::next_chunk(uint32_t needed) noexcept {
   if (chunk_ != nullptr) completed_.push(chunk_);
   Chunk* c = take_spare();
-  if (c == nullptr) c = ChunkPool::take();
-  if (c == nullptr) c = Chunk::allocate();
+  if (c == nullptr) c = ChunkPool::acquire();
   if (c == nullptr || needed > Chunk::kCapacity) {
     if (c != nullptr) Chunk::release(c);
     forget_chunk();
