@@ -87,9 +87,15 @@ Chunk* ChunkPool::acquire() noexcept {
 uint64_t ChunkPool::chunks_handed_out() noexcept { return g_handed_out.load(std::memory_order_relaxed); }
 
 void ChunkPool::stock(uint32_t target) noexcept {
+  // At most half the room the memory cap leaves: the rest is for what
+  // cannot wait for a pooled chunk (a thread's records copied out at its
+  // exit), and a tight cap is better spent on events than on spares.
+  const uint64_t used = MemoryBudget::used();
+  const uint64_t cap = MemoryBudget::cap();
+  const uint64_t limit = used + (cap > used ? (cap - used) / 2 : 0);
   // The mutex is not held while mapping: recording threads keep taking
   // chunks meanwhile, and one more or less than `target` does no harm.
-  for (uint32_t held = size(); held < target; ++held) {
+  for (uint32_t held = size(); held < target && MemoryBudget::used() + Chunk::kBytes <= limit; ++held) {
     Chunk* c = Chunk::allocate();
     if (c == nullptr) return;
     put(c);

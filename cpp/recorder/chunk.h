@@ -83,8 +83,9 @@ class ChunkPool {
   // Chunks acquire() has handed out since the process started (a forked
   // child counts on from its parent's count).
   static uint64_t chunks_handed_out() noexcept;
-  // Maps chunks until the pool holds `target`, or the memory cap (or the
-  // system) refuses one. Runs beside threads taking chunks.
+  // Maps chunks until the pool holds `target`, they would take more than
+  // half the room the memory cap leaves, or the system refuses one. Runs
+  // beside threads taking chunks.
   static void stock(uint32_t target) noexcept;
   static uint32_t size() noexcept;
   // Frees every pooled chunk (profiling has closed).

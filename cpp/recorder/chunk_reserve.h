@@ -4,19 +4,19 @@
 // allocates, charges and zeroes 64 pages -- ~80 us on a VM (1.1-1.4 us a
 // 4 KiB page) -- and the zeroing pushes the framework's own working set out
 // of L2. On an op-bound PyTorch training step (vs_torch_profiler.py's mlp),
-// chunks mapped as a window filled them cost 8.5 us a step at the median
-// against chunks mapped when the window opened (16 us a step on average in
-// 300-step windows); see BENCHMARKS.md. So the Recorder stocks the
+// chunks mapped as 20-step windows filled them cost 9.4 us a step at the
+// median against chunks mapped when the windows opened, 7.5 us a step on
+// average in 300-step windows (BENCHMARKS.md). So the Recorder stocks the
 // ChunkPool when a window is about to open (READY, or RECORD straight from
 // CLOSED), where the time falls outside the recorded steps, and the
 // recording threads take their chunks from the pool.
 //
 // How many: as many as the last window took from the pool (new threads'
 // first chunks, full chunks' successors), at least kMinChunks (the first
-// window: 1 MiB, ~43,000 events) and at most kMaxChunks (16 MiB); a window
-// that needs more maps the rest as it goes, as before. The memory cap bounds
-// it like every chunk (ChunkPool::stock), and a collect that ends profiling
-// unmaps what is left (ChunkPool::trim).
+// window: 2 MiB, ~87,000 events, 0.7 ms to map on that VM) and at most
+// kMaxChunks (32 MiB); a window that needs more maps the rest as it goes, as
+// before. The memory cap bounds them like every chunk (ChunkPool::stock), and
+// CLOSED unmaps what is left (ChunkPool::trim).
 //
 // Thread-safety: none; the Recorder calls it under its lock. The counter it
 // reads (ChunkPool::chunks_handed_out) is atomic.
@@ -28,8 +28,8 @@ namespace profkit {
 
 class ChunkReserve {
  public:
-  static constexpr uint32_t kMinChunks = 4;
-  static constexpr uint32_t kMaxChunks = 64;
+  static constexpr uint32_t kMinChunks = 8;
+  static constexpr uint32_t kMaxChunks = 128;
 
   // A recording window opens / closes: what the pool hands out in between is
   // the window's demand.

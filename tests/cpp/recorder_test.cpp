@@ -323,8 +323,8 @@ TEST_F(RecorderTest, ShortLivedThreadsDoNotEachHoldABufferUntilTheCollect) {
     }).join();
   }
   // What the exited threads still hold: their records, not their buffers
-  // (back in the pool, which holds the 4 buffers mapped for the window).
-  EXPECT_LE(memory_used(), baseline + (4 + 2) * 256 * 1024);
+  // (back in the pool, which holds the 8 buffers mapped for the window).
+  EXPECT_LE(memory_used(), baseline + (8 + 2) * 256 * 1024);
   ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
   ResultPtr r = collect();
   const pk_result_info info = info_of(r.get());
