@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 17
+#define PK_API_VERSION_MINOR 18
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -426,8 +426,12 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
 /* Moves the engine to `state`. CLOSED -> READY arms the tracers (GPU tracing
  * warms up) and keeps nothing; entering RECORD or RECORD_AND_RETURN from a
  * non-recording state opens a new recording window; leaving them closes it
- * (what was recorded waits for pk_collect). Thread-safe; serialized with
- * pk_collect. */
+ * (what was recorded waits for pk_collect). Since 1.18, leaving CLOSED and
+ * each window's start and end map record buffers for the next window ahead
+ * (as many as the last window took: 2-32 MiB, at most half of what the
+ * memory cap leaves; counted in memory_used), so that recording threads do
+ * not map them mid-window; entering CLOSED unmaps the unused ones.
+ * Thread-safe; serialized with pk_collect. */
 PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
 
 /* (since 1.3) Called after every state change with the old and the new state. Frameworks
