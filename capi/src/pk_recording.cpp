@@ -207,6 +207,7 @@ PK_API pk_status pk_set_memory_cap(uint64_t bytes) noexcept {
                                                         std::to_string(profkit::Chunk::kBytes) + " bytes)");
     }
     profkit::MemoryBudget::set_cap(bytes);
+    profkit::ChunkPool::trim_to_cap();
   });
 }
 

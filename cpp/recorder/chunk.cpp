@@ -127,4 +127,12 @@ void ChunkPool::trim() noexcept {
   }
 }
 
+void ChunkPool::trim_to_cap() noexcept {
+  while (MemoryBudget::used() > MemoryBudget::cap()) {
+    Chunk* c = take_pooled();
+    if (c == nullptr) return;
+    Chunk::release(c);
+  }
+}
+
 }  // namespace profkit

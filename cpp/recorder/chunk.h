@@ -90,6 +90,9 @@ class ChunkPool {
   static uint32_t size() noexcept;
   // Frees every pooled chunk (profiling has closed).
   static void trim() noexcept;
+  // Frees pooled chunks while the chunks mapped exceed the memory cap (it
+  // was lowered): spares must not keep a thread recording past it.
+  static void trim_to_cap() noexcept;
   // Held across fork() (see Recorder's fork handlers).
   static void lock_for_fork() noexcept;
   static void unlock_after_fork() noexcept;

@@ -146,6 +146,17 @@ TEST_F(ChunkReserveTest, TheMemoryCapBoundsTheReserveAndNothingIsLost) {
   EXPECT_EQ(profkit_test::events_of(r.get()).size(), 16000u);
 }
 
+// Lowered below what the pool holds, the cap unmaps spares at once: a
+// thread must not go on recording into them past it.
+TEST_F(ChunkReserveTest, ALoweredCapUnmapsSpares) {
+  const uint64_t baseline = memory_used();
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(ChunkPool::size(), ChunkReserve::kMinChunks);
+  ASSERT_EQ(pk_set_memory_cap(baseline + 3 * Chunk::kBytes), PK_OK);
+  EXPECT_EQ(ChunkPool::size(), 3u);
+  EXPECT_EQ(memory_used(), baseline + 3 * Chunk::kBytes);
+}
+
 TEST_F(ChunkReserveTest, ClosingGivesThePoolBack) {
   const uint64_t baseline = memory_used();
   ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);

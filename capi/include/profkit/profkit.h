@@ -517,7 +517,8 @@ PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
  * buffers, a thread that needs a buffer while N are held drops its events
  * (counted) even if it has recorded nothing yet. Past the cap events are
  * dropped and counted; steps (ProfileStep) are kept (since 1.8). Thread-safe; takes
- * effect for the next buffer a thread needs. */
+ * effect for the next buffer a thread needs, and (since 1.18) unmaps at once
+ * free buffers that a lowered cap no longer covers. */
 PK_API pk_status pk_set_memory_cap(uint64_t bytes) PK_NOEXCEPT;
 PK_API uint64_t pk_get_memory_cap(void) PK_NOEXCEPT;
 
