@@ -2,13 +2,17 @@
 """profkit's GPU tracing next to torch.profiler, on a real NVIDIA GPU.
 
 1. Launch-bound loop: N tiny kernel launches (``x.add_(1)`` on one element),
-   timed without a profiler, under profkit (GPU tracing, recording) and under
-   torch.profiler (CPU + CUDA activities). Reports the overhead per launch of
-   each (goal: profkit's <= torch.profiler's) and checks that profkit saw
-   every launch.
+   timed without a profiler, under profkit and under torch.profiler (CPU +
+   CUDA activities). profkit runs twice: GPU tracing alone through the
+   engine (CUDA runtime calls and kernels), and as users run it, a
+   ``profkit.Profiler`` with the PyTorch integration on (operators too, the
+   same as torch.profiler records). Reports the overhead per launch of each
+   (goal: profkit's <= torch.profiler's) and checks that profkit saw every
+   launch.
 2. A real PyTorch CUDA workload (a small conv net's training steps): the same
    steps under profkit and under torch.profiler; compares the number of
-   kernels and the total kernel time.
+   kernels and the total kernel time, and counts the kernels profkit tied to
+   the operator that launched them.
 
 profkit runs first: torch.profiler (Kineto) keeps CUPTI attached after its
 first use, and only one CUPTI subscriber may trace a process at a time.
@@ -27,6 +31,8 @@ import time
 
 CLOSED, READY, RECORD = 0, 1, 2
 KERNEL = 4
+OPERATOR = 0
+NO_EVENT = 2**64 - 1
 
 
 def skip(reason):
@@ -59,6 +65,44 @@ def kernels_in_profkit_result(result):
     events = _records.view(result.device_events, _records.DEVICE_EVENT)
     kernels = events[events["type"] == KERNEL]
     return len(kernels), int((kernels["end_ns"] - kernels["start_ns"]).sum())
+
+
+def kernels_under_operators(result):
+    """Kernels whose launching runtime call sits inside an operator."""
+    from profkit import _records
+
+    host = _records.view(result.host_events, _records.HOST_EVENT)
+    events = _records.view(result.device_events, _records.DEVICE_EVENT)
+    tied = 0
+    for launch in events[events["type"] == KERNEL]["launch_event"]:
+        if launch == NO_EVENT:
+            continue
+        parent = result.parent(int(launch))
+        tied += parent is not None and host[parent]["type"] == OPERATOR
+    return tied
+
+
+def profkit_as_users_run_it(torch, x, n, repeats, step, steps):
+    """The launch loop and the workload under ``profkit.Profiler`` with the
+    PyTorch integration: operators, CUDA runtime calls and GPU activity."""
+    import profkit
+    from profkit.integrations import torch as pk_torch
+
+    times, counts = [], []
+    with pk_torch.enable():
+        with profkit.Profiler(on_trace_ready=lambda p: None):
+            launch_loop(torch, x, 1000)  # the hook's and CUPTI's first use
+        for _ in range(repeats):
+            with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+                times.append(launch_loop(torch, x, n))
+            counts.append(kernels_in_profkit_result(prof.profiler_result.raw)[0])
+        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+            for _ in range(steps):
+                step()
+            torch.cuda.synchronize()
+    result = prof.profiler_result.raw
+    kernels, _ = kernels_in_profkit_result(result)
+    return times, counts, kernels, kernels_under_operators(result)
 
 
 def kernels_in_torch_trace(prof):
@@ -144,6 +188,9 @@ def main():
     _C.set_gpu_tracing(False)
     torch.cuda.synchronize()  # the next CUDA call lets CUPTI detach
     after = statistics.median(launch_loop(torch, x, n) for _ in range(args.repeats))
+    full_times, full_counts, full_kernels, full_tied = profkit_as_users_run_it(
+        torch, x, n, args.repeats, step, args.steps
+    )
 
     # ---- torch.profiler ----
     from torch.profiler import ProfilerActivity, profile
@@ -168,7 +215,11 @@ def main():
             "profkit_overhead_ns_per_launch": per_launch(statistics.median(profkit_times)),
             "torch_profiler_overhead_ns_per_launch": per_launch(statistics.median(torch_times)),
             "after_profkit_overhead_ns_per_launch": per_launch(after),
+            "profkit_profiler_overhead_ns_per_launch": per_launch(statistics.median(full_times)),
             "profkit_kernels_seen_per_loop": profkit_counts,
+            "profkit_profiler_kernels_seen_per_loop": full_counts,
+            "profkit_profiler_workload_kernels": full_kernels,
+            "profkit_profiler_workload_kernels_under_operators": full_tied,
             "workload_steps": args.steps,
             "profkit_kernels": profkit_kernels,
             "torch_profiler_kernels": torch_kernels,
@@ -178,17 +229,24 @@ def main():
     )
     print(f"device: {figures['device']}")
     print(f"launch-bound loop, {n} launches: {figures['baseline_ns_per_launch']:.0f} ns per launch without a profiler")
-    print(f"  overhead per launch: profkit {figures['profkit_overhead_ns_per_launch']:.0f} ns, "
+    print(f"  overhead per launch: profkit GPU tracing {figures['profkit_overhead_ns_per_launch']:.0f} ns, "
+          f"profkit Profiler + torch integration {figures['profkit_profiler_overhead_ns_per_launch']:.0f} ns, "
           f"torch.profiler {figures['torch_profiler_overhead_ns_per_launch']:.0f} ns, "
           f"after profkit stopped {figures['after_profkit_overhead_ns_per_launch']:.0f} ns")
-    print(f"  kernels profkit saw per loop: {profkit_counts} (expected {n} each)")
+    print(f"  kernels profkit saw per loop: {profkit_counts}, with the Profiler {full_counts} (expected {n} each)")
     print(f"workload, {args.steps} training steps: kernels profkit {profkit_kernels} / torch.profiler {torch_kernels}; "
           f"kernel time profkit {figures['profkit_kernel_ms']:.3f} ms / torch.profiler "
           f"{figures['torch_profiler_kernel_ms']:.3f} ms")
+    print(f"  with profkit.Profiler + torch integration: {full_kernels} kernels, {full_tied} under the operator "
+          "that launched them")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
-    ok = all(c == n for c in profkit_counts) and profkit_kernels == torch_kernels
+    ok = (
+        all(c == n for c in profkit_counts + full_counts)
+        and profkit_kernels == torch_kernels == full_kernels
+        and full_tied == full_kernels
+    )
     if not ok:
         print("MISMATCH: profkit did not see the same kernels as torch.profiler / as were launched")
     return 0 if ok else 1

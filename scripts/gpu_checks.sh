@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The checks that need an NVIDIA GPU, in one run. For a machine with a GPU,
+# its driver, nvcc, the CUPTI headers and PyTorch with CUDA:
+#   1. tests/cuda/gpu_trace_test: known kernels, a memcpy and a memset on two
+#      streams inside nested host events, checked against real CUPTI;
+#   2. every C++ test (ctest), now with a real driver and libcupti present;
+#   3. benchmarks/python/gpu_vs_torch_profiler.py: overhead per launch and
+#      kernel counts and times beside torch.profiler;
+#   4. the Python tests, where every Profiler traces the GPU by default.
+# Every step runs even when an earlier one failed, each under its own time
+# limit (a hang in CUPTI's flush must not eat the rest); the exit status is
+# the number of steps that failed.
+#
+# Usage: scripts/gpu_checks.sh [BUILD_DIR] [OUT_DIR]
+#   BUILD_DIR  a build of this tree (default build/gpu; configured and built
+#              here when it has no tests/cuda/gpu_trace_test)
+#   OUT_DIR    the benchmark's figures and the test program's trace
+#              (default BUILD_DIR/gpu_checks)
+# python3 must import profkit (pip install . or PYTHONPATH) and torch.
+# PYTEST_ARGS adds pytest options (for example "-n 8" with pytest-xdist).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/gpu}
+out=${2:-$build/gpu_checks}
+mkdir -p "$out"
+failed=0
+step() { printf '\n==== %s\n' "$*"; }
+run_step() {  # run_step SECONDS NAME COMMAND...: runs it, counts a failure
+  local limit=$1 name=$2
+  shift 2
+  local started=$SECONDS
+  timeout --kill-after=10 "$limit" "$@"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "---- $name: passed ($((SECONDS - started)) s)"
+  elif [ $rc -eq 77 ]; then
+    echo "---- $name: SKIPPED (no GPU reachable)"
+    failed=$((failed + 1))
+  else
+    [ $rc -eq 124 ] && echo "---- $name: still running after $limit s, stopped"
+    echo "---- $name: FAILED (exit status $rc, $((SECONDS - started)) s)"
+    failed=$((failed + 1))
+  fi
+}
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: not found"
+python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.is_available())'
+python3 -c 'from profkit import _C; print("profkit GPU tracing:", _C.gpu_available())'
+
+if [ ! -x "$build/tests/cuda/gpu_trace_test" ]; then
+  step "build"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROFKIT_CUPTI=ON -DPROFKIT_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=native >/dev/null && cmake --build "$build" -j "$(nproc)" || exit 1
+fi
+
+step "1. the CUDA test program against real CUPTI"
+run_step 120 gpu_trace_test "$build/tests/cuda/gpu_trace_test" "$out"
+
+step "2. the C++ tests"
+run_step 180 ctest ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
+
+step "3. beside torch.profiler"
+run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
+
+step "4. the Python tests"
+extra=()
+python3 -c 'import pytest_timeout' 2>/dev/null && extra+=(--timeout=300)
+# pytest-benchmark, where installed, warns under xdist, and our warnings are errors.
+python3 -c 'import pytest_benchmark' 2>/dev/null && extra+=(-p no:benchmark)
+# shellcheck disable=SC2086  # PYTEST_ARGS is a list of options
+run_step 420 pytest python3 -m pytest -q -p no:cacheprovider "${extra[@]}" ${PYTEST_ARGS:-} tests/python
+
+step "done: $failed step(s) failed"
+exit "$failed"
