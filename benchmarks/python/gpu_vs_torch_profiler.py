@@ -22,6 +22,7 @@ tracing, it prints one line saying why it skipped and exits 0.
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -68,18 +69,25 @@ def kernels_in_profkit_result(result):
 
 
 def kernels_under_operators(result):
-    """Kernels whose launching runtime call sits inside an operator."""
+    """Kernels whose launching runtime call sits inside an operator, and
+    for the others, how many of each (kernel, what encloses its launch)."""
     from profkit import _records
 
     host = _records.view(result.host_events, _records.HOST_EVENT)
     events = _records.view(result.device_events, _records.DEVICE_EVENT)
-    tied = 0
-    for launch in events[events["type"] == KERNEL]["launch_event"]:
-        if launch == NO_EVENT:
+    strings = result.strings()
+    tied, others = 0, collections.Counter()
+    for kernel in events[events["type"] == KERNEL]:
+        launch = int(kernel["launch_event"])
+        parent = None if launch == NO_EVENT else result.parent(launch)
+        if parent is not None and host[parent]["type"] == OPERATOR:
+            tied += 1
             continue
-        parent = result.parent(int(launch))
-        tied += parent is not None and host[parent]["type"] == OPERATOR
-    return tied
+        around = "no launch" if launch == NO_EVENT else "nothing"
+        if parent is not None:
+            around = f"type {int(host[parent]['type'])} {strings[host[parent]['name']]}"
+        others[f"{strings[kernel['name']][:60]} <- {around}"] += 1
+    return tied, dict(others)
 
 
 def profkit_as_users_run_it(torch, x, n, repeats, step, steps):
@@ -102,7 +110,8 @@ def profkit_as_users_run_it(torch, x, n, repeats, step, steps):
             torch.cuda.synchronize()
     result = prof.profiler_result.raw
     kernels, _ = kernels_in_profkit_result(result)
-    return times, counts, kernels, kernels_under_operators(result)
+    tied, others = kernels_under_operators(result)
+    return times, counts, kernels, tied, others
 
 
 def kernels_in_torch_trace(prof):
@@ -188,7 +197,7 @@ def main():
     _C.set_gpu_tracing(False)
     torch.cuda.synchronize()  # the next CUDA call lets CUPTI detach
     after = statistics.median(launch_loop(torch, x, n) for _ in range(args.repeats))
-    full_times, full_counts, full_kernels, full_tied = profkit_as_users_run_it(
+    full_times, full_counts, full_kernels, full_tied, full_others = profkit_as_users_run_it(
         torch, x, n, args.repeats, step, args.steps
     )
 
@@ -220,6 +229,7 @@ def main():
             "profkit_profiler_kernels_seen_per_loop": full_counts,
             "profkit_profiler_workload_kernels": full_kernels,
             "profkit_profiler_workload_kernels_under_operators": full_tied,
+            "profkit_profiler_workload_kernels_elsewhere": full_others,
             "workload_steps": args.steps,
             "profkit_kernels": profkit_kernels,
             "torch_profiler_kernels": torch_kernels,
@@ -239,6 +249,8 @@ def main():
           f"{figures['torch_profiler_kernel_ms']:.3f} ms")
     print(f"  with profkit.Profiler + torch integration: {full_kernels} kernels, {full_tied} under the operator "
           "that launched them")
+    for kernel, count in full_others.items():
+        print(f"    not under an operator: {count} x {kernel}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)

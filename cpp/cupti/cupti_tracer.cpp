@@ -333,13 +333,22 @@ void CuptiTracer::flush_locked() noexcept {
 
 void CuptiTracer::request_detach_locked() noexcept {
   if (env_is_zero("PROFKIT_CUPTI_FINALIZE")) return;  // stay attached (idle)
-  std::lock_guard<std::mutex> detach(detach_mutex_);
-  if (!attached_.load() || detach_requested_.load()) return;
-  // cuptiFinalize is safe at the exit of a CUDA call (cupti_activity.h), so
-  // it happens in on_api_callback at the next one.
-  detach_requested_.store(true);
-  api_.enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-  api_.enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  {
+    std::lock_guard<std::mutex> detach(detach_mutex_);
+    if (!attached_.load() || detach_requested_.load()) return;
+    // cuptiFinalize is safe at the exit of a CUDA call (cupti_activity.h), so
+    // it happens in on_api_callback at the next one.
+    detach_requested_.store(true);
+    api_.enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+    api_.enable_domain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  }
+  // Make that next call now: one driver call with no side effect, whose exit
+  // callback runs here and detaches. Waiting for the program's own next call
+  // kept profkit subscribed in between, and a profiler started there (torch.
+  // profiler, Nsight) failed with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
+  // Where CUPTI does not call back for it, the program's next call detaches.
+  int version = 0;
+  if (support_.driver.driver_get_version != nullptr) support_.driver.driver_get_version(&version);
 }
 
 void CuptiTracer::switch_off_after_failure_locked(const std::string& reason) noexcept {

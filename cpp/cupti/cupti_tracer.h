@@ -15,10 +15,12 @@
 //   RECORD              opens a window; records are decoded as soon as CUPTI
 //                       completes a buffer, and the buffer is recycled.
 //   leaving RECORD      closes the window and flushes (forced).
-//   CLOSED              flushes, disables every kind and asks CUPTI to
-//                       detach (cuptiFinalize at the exit of the next CUDA
-//                       call, where NVIDIA says it is safe), so the program
-//                       runs at full speed after profiling.
+//   CLOSED              flushes, disables every kind and detaches from
+//                       CUPTI (cuptiFinalize at the exit of a CUDA call,
+//                       where NVIDIA says it is safe: the tracer makes one,
+//                       cuDriverGetVersion, at once), so the program runs at
+//                       full speed after profiling and another profiler can
+//                       subscribe.
 //   collect             flushes if still armed and adds what belongs to the
 //                       Result's windows (ActivityStore::contribute), with the
 //                       device facts and the dropped-record count.

@@ -466,6 +466,47 @@ TEST_F(Tracer, FinalizeCanBeSwitchedOff) {
   EXPECT_EQ(f.finalizes(), 0);
 }
 
+// The fake libcuda, told to call back at each call's exit like a real one
+// with CUPTI attached; off again at the end of the scope.
+struct DriverCallsBack {
+  using Hook = void (*)(unsigned int);
+  void (*set_hook)(Hook) = nullptr;
+  DriverCallsBack() {
+    set_hook =
+        reinterpret_cast<void (*)(Hook)>(dlsym(fake_support().driver_library.handle, "fake_cuda_set_api_exit_hook"));
+    EXPECT_NE(set_hook, nullptr);
+    if (set_hook != nullptr) set_hook(fake<Hook>("fake_cupti_driver_api_exit"));
+  }
+  ~DriverCallsBack() {
+    if (set_hook != nullptr) set_hook(nullptr);
+  }
+};
+
+TEST_F(Tracer, StoppingDetachesAtOnceSoAnotherProfilerCanSubscribe) {
+  // torch.profiler started right after profkit stopped, before the program's
+  // next CUDA call, found profkit still subscribed and traced no GPU at all.
+  DriverCallsBack driver;
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  f.launch("_Z1av");
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(f.finalizes(), 1);
+  EXPECT_EQ(f.subscribed(), 0);
+  EXPECT_FALSE(tracer->stats().attached);
+  EXPECT_FALSE(tracer->stats().detach_pending);
+
+  auto subscribe = fake<CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*)>("cuptiSubscribe");
+  auto unsubscribe = fake<CUptiResult (*)(CUpti_SubscriberHandle)>("cuptiUnsubscribe");
+  CUpti_SubscriberHandle other = nullptr;
+  EXPECT_EQ(subscribe(
+                &other, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr),
+            CUPTI_SUCCESS);
+  unsubscribe(other);
+
+  View v(collect());  // what the window recorded was flushed before the detach
+  EXPECT_EQ(v.device_count, 1u);
+}
+
 TEST_F(Tracer, LaunchesFromAnotherThreadWhileStatesChangeNeverDeadlock) {
   tracer->set_enabled(true);
   std::atomic<bool> stop{false};

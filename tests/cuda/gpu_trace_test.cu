@@ -11,6 +11,8 @@
 // Exit status: 0 pass, 1 fail, 77 skipped (no GPU reachable: ctest reports
 // it as skipped with the printed reason).
 #include <cuda_runtime.h>
+#include <cupti.h>
+#include <dlfcn.h>
 #include <profkit/profkit.h>
 
 #include <cstdio>
@@ -62,6 +64,32 @@ __global__ void kernel_b(float* data, int n) {
 __global__ void warmup_kernel(float* data) { data[0] = 0.0f; }
 __global__ void after_kernel(float* data) { data[0] = 1.0f; }
 
+// Whether a demangled kernel name (the kernels here sit in an anonymous
+// namespace: "(anonymous namespace)::kernel_a(float*, int, long long)") or a
+// copy's name starts with `prefix`, namespaces aside.
+bool named(const std::string& full, const char* prefix) {
+  static const std::string kAnonymous = "(anonymous namespace)::";
+  const size_t from = full.rfind(kAnonymous, 0) == 0 ? kAnonymous.size() : 0;
+  return full.compare(from, std::strlen(prefix), prefix) == 0;
+}
+
+// Once profkit stopped, CUPTI must be free at once for another profiler
+// (torch.profiler, Nsight), before the program makes any CUDA call.
+void check_another_profiler_can_subscribe() {
+  void* cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (cupti == nullptr) cupti = dlopen("libcupti.so.12", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(cupti != nullptr, "profkit's libcupti is not loaded");
+  if (cupti == nullptr) return;
+  auto subscribe = reinterpret_cast<decltype(&cuptiSubscribe)>(dlsym(cupti, "cuptiSubscribe"));
+  auto unsubscribe = reinterpret_cast<decltype(&cuptiUnsubscribe)>(dlsym(cupti, "cuptiUnsubscribe"));
+  CUpti_SubscriberHandle other = nullptr;
+  const CUptiResult r = subscribe(
+      &other, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr);
+  CHECK(r == CUPTI_SUCCESS, "another subscriber right after profkit stopped: CUPTI error %d", static_cast<int>(r));
+  if (r == CUPTI_SUCCESS) unsubscribe(other);
+  dlclose(cupti);
+}
+
 struct Trace {
   pk_result* r = nullptr;
   const pk_host_event* host = nullptr;
@@ -91,7 +119,7 @@ struct Trace {
     const pk_device_event* found = nullptr;
     int count = 0;
     for (size_t i = 0; i < device_count; ++i) {
-      if (name(device[i].name).rfind(prefix, 0) == 0) {
+      if (named(name(device[i].name), prefix)) {
         found = &device[i];
         ++count;
       }
@@ -101,7 +129,7 @@ struct Trace {
   }
   bool has(const char* prefix) const {
     for (size_t i = 0; i < device_count; ++i) {
-      if (name(device[i].name).rfind(prefix, 0) == 0) return true;
+      if (named(name(device[i].name), prefix)) return true;
     }
     return false;
   }
@@ -192,6 +220,7 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaDeviceSynchronize());
   const uint64_t synchronized = pk_now_ns();
   pk_set_state(PK_STATE_CLOSED);
+  check_another_profiler_can_subscribe();  // before any other CUDA call
 
   {
     Trace t(collect());
@@ -262,8 +291,8 @@ int main(int argc, char** argv) {
     CHECK(pk_result_export_chrome(t.r, json.c_str()) == PK_OK, "export: %s", pk_last_error());
   }
 
-  // After the profiler closed, CUPTI detaches at the next CUDA call and the
-  // program runs untraced.
+  // After the profiler closed, CUPTI stays detached and the program runs
+  // untraced.
   for (int i = 0; i < 3; ++i) after_kernel<<<1, 1, 0, s1>>>(device_a);
   CUDA_OK(cudaDeviceSynchronize());
   pk_set_state(PK_STATE_RECORD);

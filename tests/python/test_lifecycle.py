@@ -536,7 +536,17 @@ def test_gpu_requested_but_unavailable_warns_once_per_process(fresh_gpu_warning,
 
 
 def test_gpu_that_fails_to_start_warns_with_the_engine_reason(fresh_gpu_warning, monkeypatch):
-    # The engine of this build refuses GPU tracing; pretend the probe said yes.
+    # The probe says yes, the engine then refuses: this build's engine where
+    # it cannot trace, else one that refuses as it would.
+    if _C.gpu_available()[0]:
+        set_gpu_tracing = _C.set_gpu_tracing
+
+        def refusing(enabled):
+            if enabled:
+                raise RuntimeError("GPU tracing is not available: cuptiSubscribe failed; profiling the CPU only")
+            set_gpu_tracing(enabled)
+
+        monkeypatch.setattr(_C, "set_gpu_tracing", refusing)
     monkeypatch.setattr(_C, "gpu_available", lambda: (True, "pretend"))
     p = Profiler(targets=[ProfilerTarget.GPU], on_trace_ready=Windows())
     with pytest.warns(ProfilerWarning, match="GPU tracing is not available"):

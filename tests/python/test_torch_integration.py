@@ -23,6 +23,7 @@ from torch_helpers import (  # noqa: E402
     make_loader,
     names_of_type,
     run_in_fork,
+    skip_where_autograd_refuses_forked_children,
     train,
 )
 
@@ -783,6 +784,7 @@ def test_a_process_forked_while_recording_can_enable_the_integration_for_itself(
     """A fork-started trainer process (torch.multiprocessing's or Lightning's
     fork strategies) from a parent that had the integration on, mid-window:
     enabling it again there records the child's own operators."""
+    skip_where_autograd_refuses_forked_children()
     pk_torch.enable()
     context = multiprocessing.get_context("fork")
     queue = context.Queue()

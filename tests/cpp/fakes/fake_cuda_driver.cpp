@@ -12,6 +12,9 @@ namespace {
 CUresult g_init_result = CUDA_SUCCESS;
 int g_device_count = 1;
 int g_init_calls = 0;
+// What the real libcuda does with CUPTI attached: a callback at each call's
+// exit. Off unless a test sets it (fake_cuda_set_api_exit_hook).
+void (*g_api_exit_hook)(unsigned int cbid) = nullptr;
 }  // namespace
 
 FAKE_API CUresult cuInit(unsigned int) {
@@ -21,6 +24,7 @@ FAKE_API CUresult cuInit(unsigned int) {
 
 FAKE_API CUresult cuDriverGetVersion(int* version) {
   *version = 13000;
+  if (g_api_exit_hook != nullptr) g_api_exit_hook(2);  // CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion
   return CUDA_SUCCESS;
 }
 
@@ -98,3 +102,4 @@ FAKE_API CUresult cuGetErrorName(CUresult error, const char** name) {
 FAKE_API void fake_cuda_set_init_result(int result) { g_init_result = static_cast<CUresult>(result); }
 FAKE_API void fake_cuda_set_device_count(int count) { g_device_count = count; }
 FAKE_API int fake_cuda_init_calls(void) { return g_init_calls; }
+FAKE_API void fake_cuda_set_api_exit_hook(void (*hook)(unsigned int cbid)) { g_api_exit_hook = hook; }
