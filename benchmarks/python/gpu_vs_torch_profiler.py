@@ -3,19 +3,23 @@
 
 1. Launch-bound loop: N tiny kernel launches (``x.add_(1)`` on one element),
    timed without a profiler, under profkit and under torch.profiler (CPU +
-   CUDA activities). profkit runs twice: GPU tracing alone through the
+   CUDA activities). profkit runs two ways: GPU tracing alone through the
    engine (CUDA runtime calls and kernels), and as users run it, a
-   ``profkit.Profiler`` with the PyTorch integration on (operators too, the
-   same as torch.profiler records). Reports the overhead per launch of each
-   (goal: profkit's <= torch.profiler's) and checks that profkit saw every
-   launch.
+   ``profkit.Profiler`` with the PyTorch integration on (operators too, as
+   torch.profiler records them). The configurations take turns, round after
+   round, and each one's overhead per launch is the median over rounds of its
+   time less the same round's run without a profiler (goal: profkit's <=
+   torch.profiler's). Checks that profkit saw every launch.
 2. A real PyTorch CUDA workload (a small conv net's training steps): the same
    steps under profkit and under torch.profiler; compares the number of
    kernels and the total kernel time, and counts the kernels profkit tied to
-   the operator that launched them.
+   the operator that launched them. A kernel that is not tied is listed with
+   the call that launched it according to torch.profiler.
 
 profkit runs first: torch.profiler (Kineto) keeps CUPTI attached after its
-first use, and only one CUPTI subscriber may trace a process at a time.
+first use, and only one CUPTI subscriber may trace a process at a time. So
+torch.profiler's rounds come after profkit's, each with its own runs without
+a profiler.
 
 With --smoke, or where there is no CUDA GPU, no PyTorch, or no profkit GPU
 tracing, it prints one line saying why it skipped and exits 0.
@@ -45,7 +49,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="CI mode: skip (this benchmark needs a GPU)")
     p.add_argument("--launches", type=int, default=20000, help="launches in the launch-bound loop")
-    p.add_argument("--repeats", type=int, default=5, help="repeats of each timing (median taken)")
+    p.add_argument("--rounds", type=int, default=9, help="rounds of the launch-bound loop (medians taken)")
     p.add_argument("--steps", type=int, default=10, help="training steps of the workload that are profiled")
     p.add_argument("--json", help="also write the figures to this file")
     return p.parse_args()
@@ -60,6 +64,23 @@ def launch_loop(torch, x, n):
     return time.perf_counter() - start
 
 
+def take_turns(configs, rounds):
+    """Runs each configuration once per round, the order rotating from round
+    to round; returns each one's times."""
+    names = list(configs)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(configs[name]())
+    return times
+
+
+def overhead_ns_per_launch(times, name, n):
+    """The median over rounds of (this configuration - no profiler), per launch."""
+    return statistics.median((t - base) / n * 1e9 for t, base in zip(times[name], times["no profiler"]))
+
+
 def kernels_in_profkit_result(result):
     from profkit import _records
 
@@ -69,8 +90,8 @@ def kernels_in_profkit_result(result):
 
 
 def kernels_under_operators(result):
-    """Kernels whose launching runtime call sits inside an operator, and
-    for the others, how many of each (kernel, what encloses its launch)."""
+    """Kernels whose launching runtime call sits inside an operator, and for
+    the others, how many of each kernel name by what encloses its launch."""
     from profkit import _records
 
     host = _records.view(result.host_events, _records.HOST_EVENT)
@@ -83,45 +104,38 @@ def kernels_under_operators(result):
         if parent is not None and host[parent]["type"] == OPERATOR:
             tied += 1
             continue
-        around = "no launch" if launch == NO_EVENT else "nothing"
+        around = "no launch captured" if launch == NO_EVENT else "launched outside any event"
         if parent is not None:
-            around = f"type {int(host[parent]['type'])} {strings[host[parent]['name']]}"
-        others[f"{strings[kernel['name']][:60]} <- {around}"] += 1
-    return tied, dict(others)
+            around = f"launched in a type-{int(host[parent]['type'])} event {strings[host[parent]['name']]}"
+        others[(strings[kernel["name"]], around)] += 1
+    return tied, others
 
 
-def profkit_as_users_run_it(torch, x, n, repeats, step, steps):
-    """The launch loop and the workload under ``profkit.Profiler`` with the
-    PyTorch integration: operators, CUDA runtime calls and GPU activity."""
-    import profkit
-    from profkit.integrations import torch as pk_torch
-
-    times, counts = [], []
-    with pk_torch.enable():
-        with profkit.Profiler(on_trace_ready=lambda p: None):
-            launch_loop(torch, x, 1000)  # the hook's and CUPTI's first use
-        for _ in range(repeats):
-            with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
-                times.append(launch_loop(torch, x, n))
-            counts.append(kernels_in_profkit_result(prof.profiler_result.raw)[0])
-        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
-            for _ in range(steps):
-                step()
-            torch.cuda.synchronize()
-    result = prof.profiler_result.raw
-    kernels, _ = kernels_in_profkit_result(result)
-    tied, others = kernels_under_operators(result)
-    return times, counts, kernels, tied, others
-
-
-def kernels_in_torch_trace(prof):
+def torch_trace(prof):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "torch_trace.json")
         prof.export_chrome_trace(path)
         with open(path) as f:
-            trace = json.load(f)
-    kernels = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and e.get("cat") == "kernel"]
+            return json.load(f).get("traceEvents", [])
+
+
+def kernels_in_torch_trace(trace):
+    kernels = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "kernel"]
     return len(kernels), int(sum(float(e.get("dur", 0)) for e in kernels) * 1000)
+
+
+def torch_launch_calls(trace):
+    """Kernel name -> Counter of the CUDA calls torch.profiler says launched it."""
+    calls = {
+        e.get("args", {}).get("correlation"): e["name"]
+        for e in trace
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver")
+    }
+    launched_by = collections.defaultdict(collections.Counter)
+    for e in trace:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            launched_by[e["name"]][calls.get(e.get("args", {}).get("correlation"), "none")] += 1
+    return launched_by
 
 
 def make_workload(torch):
@@ -147,6 +161,77 @@ def make_workload(torch):
     return step
 
 
+def run_steps(torch, step, steps):
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+
+
+def profkit_rounds(torch, x, n, rounds, step, steps):
+    """profkit's turns against runs without a profiler, and its workload windows."""
+    import profkit
+    from profkit import _C
+    from profkit.integrations import torch as pk_torch
+
+    seen = {"GPU tracing": [], "Profiler": []}
+
+    def gpu_tracing_alone():
+        _C.set_gpu_tracing(True)
+        _C.set_state(READY)
+        launch_loop(torch, x, 100)  # arming's first launches, not timed
+        _C.set_state(RECORD)
+        seconds = launch_loop(torch, x, n)
+        _C.set_state(CLOSED)
+        seen["GPU tracing"].append(kernels_in_profkit_result(_C.collect())[0])
+        _C.set_gpu_tracing(False)
+        return seconds
+
+    def profiler_with_torch_integration():
+        with pk_torch.enable():
+            with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+                seconds = launch_loop(torch, x, n)
+        seen["Profiler"].append(kernels_in_profkit_result(prof.profiler_result.raw)[0])
+        return seconds
+
+    configs = {
+        "no profiler": lambda: launch_loop(torch, x, n),
+        "profkit GPU tracing": gpu_tracing_alone,
+        "profkit Profiler + torch integration": profiler_with_torch_integration,
+    }
+    profiler_with_torch_integration()  # the hook's build and first use, not timed
+    seen["Profiler"].clear()
+    times = take_turns(configs, rounds)
+
+    _C.set_gpu_tracing(True)
+    _C.set_state(RECORD)
+    run_steps(torch, step, steps)
+    _C.set_state(CLOSED)
+    gpu_alone = kernels_in_profkit_result(_C.collect())
+    _C.set_gpu_tracing(False)
+    with pk_torch.enable():
+        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+            run_steps(torch, step, steps)
+    result = prof.profiler_result.raw
+    return times, seen, gpu_alone, kernels_in_profkit_result(result), kernels_under_operators(result)
+
+
+def torch_profiler_rounds(torch, x, n, rounds, step, steps):
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def under_torch_profiler():
+        with profile(activities=activities):
+            return launch_loop(torch, x, n)
+
+    with profile(activities=activities):
+        launch_loop(torch, x, 1000)  # its first use, not timed
+    times = take_turns({"no profiler": lambda: launch_loop(torch, x, n), "torch.profiler": under_torch_profiler}, rounds)
+    with profile(activities=activities) as prof:
+        run_steps(torch, step, steps)
+    return times, torch_trace(prof)
+
+
 def main():
     args = parse_args()
     if args.smoke:
@@ -170,97 +255,71 @@ def main():
         launch_loop(torch, x, 1000)
         step()
     torch.cuda.synchronize()
-    figures = {"device": torch.cuda.get_device_name(), "launches": n, "profkit_gpu": reason}
+    before = statistics.median(launch_loop(torch, x, n) for _ in range(3))
 
-    baseline = statistics.median(launch_loop(torch, x, n) for _ in range(args.repeats))
-
-    # ---- profkit ----
-    _C.set_gpu_tracing(True)
-    _C.set_state(READY)
-    launch_loop(torch, x, 1000)  # CUPTI's first-use cost, absorbed while armed
-    profkit_times, profkit_counts = [], []
-    for _ in range(args.repeats):
-        _C.set_state(RECORD)
-        profkit_times.append(launch_loop(torch, x, n))
-        _C.set_state(READY)
-        count, _ = kernels_in_profkit_result(_C.collect())
-        profkit_counts.append(count)
-    for _ in range(args.steps):  # the workload, same steps as torch.profiler's below
-        step()
-    torch.cuda.synchronize()
-    _C.set_state(RECORD)
-    for _ in range(args.steps):
-        step()
-    torch.cuda.synchronize()
-    _C.set_state(CLOSED)
-    profkit_kernels, profkit_kernel_ns = kernels_in_profkit_result(_C.collect())
-    _C.set_gpu_tracing(False)
-    torch.cuda.synchronize()  # the next CUDA call lets CUPTI detach
-    after = statistics.median(launch_loop(torch, x, n) for _ in range(args.repeats))
-    full_times, full_counts, full_kernels, full_tied, full_others = profkit_as_users_run_it(
-        torch, x, n, args.repeats, step, args.steps
+    profkit_times, seen, gpu_alone, with_profiler, (tied, untied) = profkit_rounds(
+        torch, x, n, args.rounds, step, args.steps
     )
+    torch_times, trace = torch_profiler_rounds(torch, x, n, args.rounds, step, args.steps)
+    torch_kernels = kernels_in_torch_trace(trace)
+    launched_by = torch_launch_calls(trace)
 
-    # ---- torch.profiler ----
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    with profile(activities=activities):
-        launch_loop(torch, x, 1000)  # its first-use cost too
-    torch_times = []
-    for _ in range(args.repeats):
-        with profile(activities=activities):
-            torch_times.append(launch_loop(torch, x, n))
-    with profile(activities=activities) as prof:
-        for _ in range(args.steps):
-            step()
-        torch.cuda.synchronize()
-    torch_kernels, torch_kernel_ns = kernels_in_torch_trace(prof)
-
-    per_launch = lambda t: (t - baseline) / n * 1e9  # noqa: E731
-    figures.update(
-        {
-            "baseline_ns_per_launch": baseline / n * 1e9,
-            "profkit_overhead_ns_per_launch": per_launch(statistics.median(profkit_times)),
-            "torch_profiler_overhead_ns_per_launch": per_launch(statistics.median(torch_times)),
-            "after_profkit_overhead_ns_per_launch": per_launch(after),
-            "profkit_profiler_overhead_ns_per_launch": per_launch(statistics.median(full_times)),
-            "profkit_kernels_seen_per_loop": profkit_counts,
-            "profkit_profiler_kernels_seen_per_loop": full_counts,
-            "profkit_profiler_workload_kernels": full_kernels,
-            "profkit_profiler_workload_kernels_under_operators": full_tied,
-            "profkit_profiler_workload_kernels_elsewhere": full_others,
-            "workload_steps": args.steps,
-            "profkit_kernels": profkit_kernels,
-            "torch_profiler_kernels": torch_kernels,
-            "profkit_kernel_ms": profkit_kernel_ns / 1e6,
-            "torch_profiler_kernel_ms": torch_kernel_ns / 1e6,
-        }
-    )
-    print(f"device: {figures['device']}")
-    print(f"launch-bound loop, {n} launches: {figures['baseline_ns_per_launch']:.0f} ns per launch without a profiler")
-    print(f"  overhead per launch: profkit GPU tracing {figures['profkit_overhead_ns_per_launch']:.0f} ns, "
-          f"profkit Profiler + torch integration {figures['profkit_profiler_overhead_ns_per_launch']:.0f} ns, "
-          f"torch.profiler {figures['torch_profiler_overhead_ns_per_launch']:.0f} ns, "
-          f"after profkit stopped {figures['after_profkit_overhead_ns_per_launch']:.0f} ns")
-    print(f"  kernels profkit saw per loop: {profkit_counts}, with the Profiler {full_counts} (expected {n} each)")
-    print(f"workload, {args.steps} training steps: kernels profkit {profkit_kernels} / torch.profiler {torch_kernels}; "
-          f"kernel time profkit {figures['profkit_kernel_ms']:.3f} ms / torch.profiler "
-          f"{figures['torch_profiler_kernel_ms']:.3f} ms")
-    print(f"  with profkit.Profiler + torch integration: {full_kernels} kernels, {full_tied} under the operator "
-          "that launched them")
-    for kernel, count in full_others.items():
-        print(f"    not under an operator: {count} x {kernel}")
+    figures = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "profkit_gpu": reason,
+        "launches": n,
+        "rounds": args.rounds,
+        "ns_per_launch_before_any_profiler": before / n * 1e9,
+        "ns_per_launch_no_profiler_beside_profkit": statistics.median(profkit_times["no profiler"]) / n * 1e9,
+        "ns_per_launch_no_profiler_beside_torch_profiler": statistics.median(torch_times["no profiler"]) / n * 1e9,
+        "overhead_ns_per_launch": {
+            "profkit GPU tracing": overhead_ns_per_launch(profkit_times, "profkit GPU tracing", n),
+            "profkit Profiler + torch integration": overhead_ns_per_launch(
+                profkit_times, "profkit Profiler + torch integration", n
+            ),
+            "torch.profiler": overhead_ns_per_launch(torch_times, "torch.profiler", n),
+        },
+        "kernels_profkit_saw_per_loop": seen,
+        "workload_steps": args.steps,
+        "workload_kernels": {
+            "profkit GPU tracing": gpu_alone[0],
+            "profkit Profiler + torch integration": with_profiler[0],
+            "torch.profiler": torch_kernels[0],
+        },
+        "workload_kernel_ms": {
+            "profkit GPU tracing": gpu_alone[1] / 1e6,
+            "profkit Profiler + torch integration": with_profiler[1] / 1e6,
+            "torch.profiler": torch_kernels[1] / 1e6,
+        },
+        "workload_kernels_under_their_operator": tied,
+        "workload_kernels_not_under_an_operator": [
+            {"kernel": name, "profkit": around, "count": count, "torch.profiler launch": dict(launched_by.get(name, {}))}
+            for (name, around), count in untied.items()
+        ],
+    }
+    print(f"device: {figures['device']}, torch {figures['torch']}")
+    print(f"launch-bound loop, {n} launches, {args.rounds} rounds: without a profiler "
+          f"{figures['ns_per_launch_no_profiler_beside_profkit']:.0f} ns per launch beside profkit's rounds, "
+          f"{figures['ns_per_launch_no_profiler_beside_torch_profiler']:.0f} ns beside torch.profiler's "
+          f"({figures['ns_per_launch_before_any_profiler']:.0f} ns before any profiler)")
+    for name, ns in figures["overhead_ns_per_launch"].items():
+        print(f"  overhead per launch, {name}: {ns:.0f} ns")
+    print(f"  kernels profkit saw per loop: {seen} (expected {n} each)")
+    print(f"workload, {args.steps} training steps:")
+    for name, count in figures["workload_kernels"].items():
+        print(f"  {name}: {count} kernels, {figures['workload_kernel_ms'][name]:.3f} ms of kernel time")
+    print(f"  {tied} of profkit's kernels sit under the operator that launched them")
+    for row in figures["workload_kernels_not_under_an_operator"]:
+        print(f"    not under an operator: {row['count']} x {row['kernel'][:80]}: {row['profkit']}; "
+              f"torch.profiler's launch: {row['torch.profiler launch']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
-    ok = (
-        all(c == n for c in profkit_counts + full_counts)
-        and profkit_kernels == torch_kernels == full_kernels
-        and full_tied == full_kernels
-    )
+    counts = figures["workload_kernels"].values()
+    ok = all(c == n for per_loop in seen.values() for c in per_loop) and len(set(counts)) == 1
     if not ok:
-        print("MISMATCH: profkit did not see the same kernels as torch.profiler / as were launched")
+        print("MISMATCH: profkit did not see every launch, or the profilers saw different kernels")
     return 0 if ok else 1
 
 

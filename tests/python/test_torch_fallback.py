@@ -84,10 +84,10 @@ def run_ops(x, v):
 
 
 def test_fallback_shapes_list_every_schema_input_as_torch_profiler_does(pk_torch):
-    from torch.profiler import profile
+    from torch.profiler import ProfilerActivity, profile
 
     x, v = torch.ones(2, 3), torch.ones(3)
-    with profile(record_shapes=True) as reference:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as reference:
         run_ops(x, v)
     expected = [(e.name, str(e.input_shapes)) for e in reference.events() if e.cpu_parent is None]
     assert expected == [
@@ -113,9 +113,9 @@ def test_fallback_records_no_detach_that_only_its_mode_makes(pk_torch):
     # torch's shallow copies call aten::detach through a pushed dispatch
     # mode (not the dispatcher): calls that happen only under the fallback's
     # own mode, and that torch.profiler does not see.
-    from torch.profiler import profile
+    from torch.profiler import ProfilerActivity, profile
 
-    with profile() as reference:
+    with profile(activities=[ProfilerActivity.CPU]) as reference:
         saving_and_detaching(torch.ones(3, requires_grad=True))
     expected = [e.name for e in reference.events() if e.name == "aten::detach"]
     assert len(expected) == 2

@@ -55,11 +55,33 @@ bool in_backward_pass() {
 // torch has no such function.
 PyObject* g_is_compiling = nullptr;
 
+// torch._C._get_dispatch_mode and the keys of the fake-tensor and proxy
+// (make_fx) modes. Dynamo finds each node's output by running the node
+// under its FakeTensorMode (torch.func.grad's node calls
+// torch.autograd.grad there), and AOTAutograd traces the joint graph under
+// both; torch 2.11's is_compiling() says False during the first. nullptr
+// where torch has none of these.
+PyObject* g_get_dispatch_mode = nullptr;
+PyObject* g_fake_mode_key = nullptr;
+PyObject* g_proxy_mode_key = nullptr;
+
+bool mode_active(PyObject* key) {
+  if (g_get_dispatch_mode == nullptr || key == nullptr) return false;
+  PyObject* mode = PyObject_CallOneArg(g_get_dispatch_mode, key);
+  if (mode == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool active = mode != Py_None;
+  Py_DECREF(mode);
+  return active;
+}
+
 bool compiling() {
   PyObject* answer = ask(g_is_compiling);
   const bool yes = answer == Py_True;
   Py_XDECREF(answer);
-  return yes;
+  return yes || mode_active(g_fake_mode_key) || mode_active(g_proxy_mode_key);
 }
 
 struct CallRange {
@@ -398,6 +420,19 @@ bool add_call_range_type(PyObject* module) {
     g_graph_task_id = PyObject_GetAttrString(torch_c, "_current_graph_task_id");  // kept for the process
     Py_DECREF(torch_c);
     if (g_graph_task_id == nullptr) PyErr_Clear();
+  }
+  if (g_get_dispatch_mode == nullptr) {
+    PyObject* torch_c = PyImport_ImportModule("torch._C");
+    if (torch_c == nullptr) return false;
+    g_get_dispatch_mode = PyObject_GetAttrString(torch_c, "_get_dispatch_mode");  // kept for the process
+    PyObject* keys = PyObject_GetAttrString(torch_c, "_TorchDispatchModeKey");
+    Py_DECREF(torch_c);
+    if (keys != nullptr) {
+      g_fake_mode_key = PyObject_GetAttrString(keys, "FAKE");  // kept for the process
+      g_proxy_mode_key = PyObject_GetAttrString(keys, "PROXY");
+      Py_DECREF(keys);
+    }
+    PyErr_Clear();  // an older torch: is_compiling() alone decides
   }
   if (g_is_compiling == nullptr) {
     PyObject* compiler = PyImport_ImportModule("torch.compiler");

@@ -317,14 +317,14 @@ class PythonHooks:
     ) -> Callable[..., Any]:
         """The fallback's Backward wrapper: a call ``recorded`` accepts is a
         Backward event, but for one during a backward pass (see
-        _torch_call_ranges.h) or while Dynamo traces."""
-        is_compiling = self._torch.compiler.is_compiling
+        _torch_call_ranges.h) or while torch.compile traces."""
+        compiler_tracing = _compiler_tracing(self._torch)
         graph_task_id = self._torch._C._current_graph_task_id
         recording = _C.is_recording
 
         @functools.wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if is_compiling() or not recording() or not recorded(args, kwargs) or graph_task_id() != -1:
+            if compiler_tracing() or not recording() or not recorded(args, kwargs) or graph_task_id() != -1:
                 return original(*args, **kwargs)
             with RecordEvent(name, _BACKWARD):
                 return original(*args, **kwargs)
@@ -435,6 +435,25 @@ class PythonHooks:
 
         iterator_class.__next__ = __next__
         self._restore.append(lambda: put_back(iterator_class, "__next__", __next__, original))
+
+
+def _compiler_tracing(torch: ModuleType) -> Callable[[], bool]:
+    """A test for torch.compile's tracing: Dynamo's (is_compiling()), and
+    the runs it and AOTAutograd make under a fake-tensor or proxy mode, where
+    torch 2.11's is_compiling() says False (Dynamo runs torch.func.grad's node
+    under its FakeTensorMode, which calls torch.autograd.grad). The same test
+    as the native hook's (_torch_call_ranges.cpp)."""
+    is_compiling = torch.compiler.is_compiling
+    get_mode = getattr(torch._C, "_get_dispatch_mode", None)
+    keys = getattr(torch._C, "_TorchDispatchModeKey", None)
+    if get_mode is None or keys is None:  # an older torch
+        return is_compiling
+    fake, proxy = keys.FAKE, keys.PROXY
+
+    def compiler_tracing() -> bool:
+        return is_compiling() or get_mode(fake) is not None or get_mode(proxy) is not None
+
+    return compiler_tracing
 
 
 def _subclasses(cls: type) -> List[type]:
