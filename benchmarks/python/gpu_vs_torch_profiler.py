@@ -173,16 +173,23 @@ def profkit_rounds(torch, x, n, rounds, step, steps):
     from profkit import _C
     from profkit.integrations import torch as pk_torch
 
-    seen = {"GPU tracing": [], "Profiler": []}
+    seen = {"GPU tracing": [], "GPU tracing, no driver calls": [], "Profiler": []}
 
-    def gpu_tracing_alone():
+    def gpu_tracing_alone(driver="", seen_as="GPU tracing"):
+        # The tracer reads $PROFKIT_CUPTI_DRIVER when it arms (READY).
+        before = os.environ.get("PROFKIT_CUPTI_DRIVER")
+        os.environ["PROFKIT_CUPTI_DRIVER"] = driver
         _C.set_gpu_tracing(True)
         _C.set_state(READY)
+        if before is None:
+            del os.environ["PROFKIT_CUPTI_DRIVER"]
+        else:
+            os.environ["PROFKIT_CUPTI_DRIVER"] = before
         launch_loop(torch, x, 100)  # arming's first launches, not timed
         _C.set_state(RECORD)
         seconds = launch_loop(torch, x, n)
         _C.set_state(CLOSED)
-        seen["GPU tracing"].append(kernels_in_profkit_result(_C.collect())[0])
+        seen[seen_as].append(kernels_in_profkit_result(_C.collect())[0])
         _C.set_gpu_tracing(False)
         return seconds
 
@@ -196,6 +203,9 @@ def profkit_rounds(torch, x, n, rounds, step, steps):
     configs = {
         "no profiler": lambda: launch_loop(torch, x, n),
         "profkit GPU tracing": gpu_tracing_alone,
+        # What asking CUPTI for the driver's launch calls costs (on CUDA 13.0
+        # they wrote no record: BENCHMARKS.md, "GPU tracing").
+        "profkit GPU tracing, no driver calls": lambda: gpu_tracing_alone("0", "GPU tracing, no driver calls"),
         "profkit Profiler + torch integration": profiler_with_torch_integration,
     }
     profiler_with_torch_integration()  # the hook's build and first use, not timed
@@ -275,6 +285,9 @@ def main():
         "ns_per_launch_no_profiler_beside_torch_profiler": statistics.median(torch_times["no profiler"]) / n * 1e9,
         "overhead_ns_per_launch": {
             "profkit GPU tracing": overhead_ns_per_launch(profkit_times, "profkit GPU tracing", n),
+            "profkit GPU tracing, no driver calls": overhead_ns_per_launch(
+                profkit_times, "profkit GPU tracing, no driver calls", n
+            ),
             "profkit Profiler + torch integration": overhead_ns_per_launch(
                 profkit_times, "profkit Profiler + torch integration", n
             ),

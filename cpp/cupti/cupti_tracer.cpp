@@ -1,5 +1,7 @@
 #include "cupti/cupti_tracer.h"
 
+#include <strings.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -44,6 +46,18 @@ const char* kind_name(CUpti_ActivityKind kind) {
 bool env_is_zero(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, "0") == 0;
+}
+
+// Whether $PROFKIT_CUPTI_DRIVER asks for every driver API call ("all").
+// Asking for the launch calls alone (cuptiActivityEnableDriverApi, the
+// default) leaves some without a record: on an H200 with CUDA 13.0, cuBLAS's
+// cuLaunchKernel calls got none, and torch.profiler (which records every
+// driver call) tied those kernels to their launch where profkit could not.
+// Recording every driver call ties them all, at about 1.3-1.5 us more per
+// launch there (BENCHMARKS.md, "GPU tracing").
+bool env_wants_every_driver_call() {
+  const char* v = std::getenv("PROFKIT_CUPTI_DRIVER");
+  return v != nullptr && strcasecmp(v, "all") == 0;
 }
 
 uint64_t record_cap() {
@@ -228,6 +242,7 @@ void CuptiTracer::forget_in_forked_child() noexcept {
     enabled_ = false;
     phase_ = Phase::kOff;
     activities_on_ = false;
+    driver_kind_on_ = false;
     attached_.store(false);
     detach_requested_.store(false);
     subscriber_ = nullptr;
@@ -313,10 +328,14 @@ void CuptiTracer::enable_activities_locked() {
   if (api_.enable_driver_api != nullptr && !env_is_zero("PROFKIT_CUPTI_DRIVER")) {
     for (uint32_t cbid : kernel_launch_driver_cbids()) api_.enable_driver_api(cbid, 1);
   }
+  // After the per-call choices, which the kind overrides (cupti_activity.h).
+  driver_kind_on_ = env_wants_every_driver_call() && api_.activity_enable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
 }
 
 void CuptiTracer::disable_activities_locked() noexcept {
   for (CUpti_ActivityKind kind : kActivityKinds) api_.activity_disable(kind);
+  if (driver_kind_on_) api_.activity_disable(CUPTI_ACTIVITY_KIND_DRIVER);
+  driver_kind_on_ = false;
   if (api_.enable_driver_api != nullptr) {
     for (uint32_t cbid : kernel_launch_driver_cbids()) api_.enable_driver_api(cbid, 0);
   }

@@ -9,7 +9,8 @@
 //                       host events) and system thread ids.
 //   READY               enables kernel (CONCURRENT_KERNEL, never KERNEL: it
 //                       serializes kernels), memcpy, memset, runtime (minus
-//                       noisy calls) and driver kernel-launch records; CUPTI's
+//                       noisy calls) and driver kernel-launch records (every
+//                       driver call with PROFKIT_CUPTI_DRIVER=all); CUPTI's
 //                       first-use cost is paid here, during warm-up; what
 //                       arrives is discarded.
 //   RECORD              opens a window; records are decoded as soon as CUPTI
@@ -139,6 +140,7 @@ class CuptiTracer final : public ActivitySource {
   std::vector<RecordingWindow> windows_;  // since the last collect
   bool traced_since_collect_ = false;
   bool activities_on_ = false;
+  bool driver_kind_on_ = false;  // every driver call recorded (PROFKIT_CUPTI_DRIVER=all)
   uint64_t flushes_ = 0;
 
   std::mutex detach_mutex_;

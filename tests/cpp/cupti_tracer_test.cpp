@@ -454,6 +454,23 @@ TEST_F(Tracer, ReArmingBeforeTheDetachHappensCancelsIt) {
   EXPECT_EQ(f.kind_enabled(kConcurrentKernel), 1);
 }
 
+TEST_F(Tracer, EveryDriverCallIsRecordedOnlyWhenAskedFor) {
+  // By default the launch calls alone (cheaper); PROFKIT_CUPTI_DRIVER=all
+  // adds CUPTI's DRIVER kind, which ties cuBLAS's cuLaunchKernel calls too.
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 0);
+  EXPECT_EQ(f.driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+
+  setenv("PROFKIT_CUPTI_DRIVER", "all", 1);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  unsetenv("PROFKIT_CUPTI_DRIVER");
+  EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 1);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 0);  // switched off with the others
+}
+
 TEST_F(Tracer, FinalizeCanBeSwitchedOff) {
   setenv("PROFKIT_CUPTI_FINALIZE", "0", 1);
   tracer->set_enabled(true);

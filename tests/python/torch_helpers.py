@@ -27,13 +27,18 @@ def make_loader(n=12, batch_size=4, num_workers=0, dataset=None):
 
 
 def train(loader, scheduler=None, record_shapes=False, model=None, profile_memory=False):
-    """Trains under a Profiler; returns it (its last window is prof.profiler_result)."""
+    """Trains a CPU model under a Profiler of the CPU (no CUDA runtime calls
+    where a GPU is present); returns it (its last window is prof.profiler_result)."""
     torch.manual_seed(0)
     model = model or TinyNet()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = nn.CrossEntropyLoss()
     prof = profkit.Profiler(
-        scheduler=scheduler, on_trace_ready=lambda p: None, record_shapes=record_shapes, profile_memory=profile_memory
+        targets=[profkit.ProfilerTarget.CPU],
+        scheduler=scheduler,
+        on_trace_ready=lambda p: None,
+        record_shapes=record_shapes,
+        profile_memory=profile_memory,
     )
     with prof:
         for x, y in loader:

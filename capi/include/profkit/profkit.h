@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 18
+#define PK_API_VERSION_MINOR 19
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -501,8 +501,11 @@ PK_API int32_t pk_gpu_available(const char** reason) PK_NOEXCEPT;
  * where that cannot work it is PK_ERR_UNSUPPORTED with the reason in
  * pk_last_error(); CPU recording is unaffected either way. Kernels still
  * running when recording stops are only caught if the caller synchronizes the
- * device first (cudaDeviceSynchronize / torch.cuda.synchronize). Thread-safe;
- * serialized with pk_set_state. */
+ * device first (cudaDeviceSynchronize / torch.cuda.synchronize). Entering
+ * PK_STATE_CLOSED detaches from CUPTI before pk_set_state returns (since
+ * 1.19; before, at the program's next CUDA call), so that the program runs
+ * untraced and another profiler (torch.profiler, Nsight) can attach at once;
+ * the next window attaches again. Thread-safe; serialized with pk_set_state. */
 PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 
 /* ------------------------------------------------------------------------- */
