@@ -5,8 +5,9 @@
 // stream, tied to its launching runtime call and through it to the right host
 // event, with GPU start >= launch start and times on the host's clock; that
 // warm-up work (READY) is not kept; that the device facts are in the Result;
-// that saving, loading and exporting keep the GPU records; and that tracing
-// stops after the profiler closes.
+// that saving, loading and exporting keep the GPU records; that CUPTI is
+// free for another profiler as soon as the profiler closes; and that tracing
+// stops then.
 //
 // Exit status: 0 pass, 1 fail, 77 skipped (no GPU reachable: ctest reports
 // it as skipped with the printed reason).

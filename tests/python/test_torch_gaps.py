@@ -153,6 +153,23 @@ def test_torch_func_and_compiled_autograd_grad(pk_torch, backend):
     torch._dynamo.reset()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_backward_event_for_a_pass_on_fake_tensors(pk_torch, backend):
+    # torch.compile runs passes on fake tensors while it traces (Dynamo for
+    # each node's output, AOTAutograd for the joint graph), where torch
+    # 2.11's is_compiling() is False: those are the compiler's, not events.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    pk_torch.enable(backend=backend)
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        with FakeTensorMode():
+            fake = torch.randn(3, requires_grad=True)
+            torch.autograd.grad((fake.sin() ** 2).sum(), fake)
+        real = torch.randn(3, requires_grad=True)
+        torch.autograd.grad((real.sin() ** 2).sum(), real)
+    assert names_of_type(events_of(prof), BACKWARD) == ["grad"]
+
+
 # ---- FX tracing outside module calls ------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_forward_events_go_on_after_fx_traces_outside_module_calls(pk_torch, backend):

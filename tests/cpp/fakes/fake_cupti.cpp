@@ -378,7 +378,6 @@ FAKE_API void fake_cupti_kernel_without_launch(const char* name, uint32_t stream
   }
 }
 
-// The exit of some CUDA call, as seen by a callback subscriber.
 // The exit callback of a driver call, as CUPTI makes it when the driver
 // domain is enabled (the fake libcuda's hook).
 FAKE_API void fake_cupti_driver_api_exit(unsigned int cbid) {
@@ -392,6 +391,7 @@ FAKE_API void fake_cupti_driver_api_exit(unsigned int cbid) {
   f.subscriber(f.subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
 }
 
+// The exit of some CUDA call, as seen by a callback subscriber.
 FAKE_API void fake_cupti_api_exit(void) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
   FakeCupti& f = fake();
