@@ -378,27 +378,25 @@ FAKE_API void fake_cupti_kernel_without_launch(const char* name, uint32_t stream
   }
 }
 
-// The exit callback of a driver call, as CUPTI makes it when the driver
-// domain is enabled (the fake libcuda's hook).
-FAKE_API void fake_cupti_driver_api_exit(unsigned int cbid) {
+namespace {
+// The exit callback of a call in `domain`, as CUPTI makes it to the
+// subscriber while that domain is enabled.
+void call_back_at_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* function) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
   FakeCupti& f = fake();
-  if (!f.subscribed || f.subscriber == nullptr || f.domains.count(CUPTI_CB_DOMAIN_DRIVER_API) == 0) return;
+  if (!f.subscribed || f.subscriber == nullptr || f.domains.count(domain) == 0) return;
   CUpti_CallbackData data;
   std::memset(&data, 0, sizeof data);
   data.callbackSite = CUPTI_API_EXIT;
-  data.functionName = "cuDriverGetVersion";
-  f.subscriber(f.subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+  data.functionName = function;
+  f.subscriber(f.subscriber_data, domain, cbid, &data);
+}
+}  // namespace
+
+// The exit of a driver call (the fake libcuda's hook calls it).
+FAKE_API void fake_cupti_driver_api_exit(unsigned int cbid) {
+  call_back_at_exit(CUPTI_CB_DOMAIN_DRIVER_API, cbid, "cuDriverGetVersion");
 }
 
 // The exit of some CUDA call, as seen by a callback subscriber.
-FAKE_API void fake_cupti_api_exit(void) {
-  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
-  FakeCupti& f = fake();
-  if (!f.subscribed || f.subscriber == nullptr || f.domains.count(CUPTI_CB_DOMAIN_RUNTIME_API) == 0) return;
-  CUpti_CallbackData data;
-  std::memset(&data, 0, sizeof data);
-  data.callbackSite = CUPTI_API_EXIT;
-  data.functionName = "cudaLaunchKernel";
-  f.subscriber(f.subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, 211, &data);
-}
+FAKE_API void fake_cupti_api_exit(void) { call_back_at_exit(CUPTI_CB_DOMAIN_RUNTIME_API, 211, "cudaLaunchKernel"); }
