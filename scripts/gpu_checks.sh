@@ -5,7 +5,8 @@
 #      streams inside nested host events, checked against real CUPTI;
 #   2. every C++ test (ctest), now with a real driver and libcupti present;
 #   3. benchmarks/python/gpu_vs_torch_profiler.py: overhead per launch and
-#      kernel counts and times beside torch.profiler;
+#      kernel counts and times beside torch.profiler; cupti_settings_cost.py:
+#      what each of profkit's CUPTI settings costs per launch;
 #   4. the Python tests, where every Profiler traces the GPU by default.
 # Every step runs even when an earlier one failed, each under its own time
 # limit (a hang in CUPTI's flush must not eat the rest); the exit status is
@@ -62,6 +63,7 @@ run_step 180 ctest ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
 
 step "3. beside torch.profiler"
 run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
+run_step 180 cupti_settings_cost python3 benchmarks/python/cupti_settings_cost.py
 
 step "4. the Python tests"
 extra=()

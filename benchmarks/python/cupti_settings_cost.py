@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""What each of profkit's CUPTI settings costs per kernel launch, on a real NVIDIA GPU.
+
+On an H200, profkit's GPU tracing cost 2.8-3.4 us a launch against
+torch.profiler's 2.7 us, although torch.profiler asks CUPTI for more
+(BENCHMARKS.md, "GPU tracing"). This finds which setting makes the
+difference: the launch-bound loop of gpu_vs_torch_profiler.py under profkit's
+GPU tracing as it is, and with one setting changed at a time through CUPTI's
+own API (ctypes on the libcupti profkit loaded), after profkit armed:
+
+- "no driver calls": PROFKIT_CUPTI_DRIVER=0 (no cuptiActivityEnableDriverApi
+  for the launch calls);
+- "CUPTI's thread ids": cuptiSetThreadIdType(DEFAULT) instead of SYSTEM
+  (gettid);
+- "TSC timestamps": a timestamp callback that reads the TSC (as
+  torch.profiler's does) instead of profkit's clock_gettime(CLOCK_MONOTONIC).
+  The records then carry TSC ticks, so that window's GPU times are wrong:
+  only its cost counts here.
+
+The configurations take turns round after round; each one's cost is the
+median over rounds of its time less the same round's run without a profiler.
+
+With --smoke, or where there is no CUDA GPU, no PyTorch, no profkit GPU
+tracing or no C compiler (for the TSC callback), it prints one line saying
+why it skipped and exits 0.
+"""
+
+import argparse
+import ctypes
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_vs_torch_profiler as launches  # noqa: E402
+
+READY, RECORD, CLOSED = launches.READY, launches.RECORD, launches.CLOSED
+THREAD_ID_TYPE_DEFAULT = 0
+TSC_SOURCE = "#include <stdint.h>\n#include <x86intrin.h>\nuint64_t profkit_tsc(void) { return __rdtsc(); }\n"
+
+
+def skip(reason):
+    print(f"cupti_settings_cost: skipped: {reason}")
+    sys.exit(0)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="CI mode: skip (this benchmark needs a GPU)")
+    p.add_argument("--launches", type=int, default=10000, help="launches in the launch-bound loop")
+    p.add_argument("--rounds", type=int, default=15, help="rounds (medians taken)")
+    return p.parse_args()
+
+
+def loaded_cupti():
+    """The libcupti profkit loaded (the process holds one copy)."""
+    for soname in ("libcupti.so.13", "libcupti.so.12"):
+        try:
+            cupti = ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        except OSError:
+            continue
+        cupti.cuptiSetThreadIdType.argtypes = [ctypes.c_int]
+        cupti.cuptiActivityRegisterTimestampCallback.argtypes = [ctypes.c_void_p]
+        return cupti
+    skip("no libcupti is loaded in this process")
+
+
+def tsc_function(workdir):
+    """A C function that returns the TSC, built with the system compiler."""
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        skip("no C compiler (cc) to build the TSC timestamp callback")
+    source = os.path.join(workdir, "tsc.c")
+    library = os.path.join(workdir, "libtsc.so")
+    with open(source, "w") as f:
+        f.write(TSC_SOURCE)
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", library, source], check=True)
+    return ctypes.cast(ctypes.CDLL(library).profkit_tsc, ctypes.c_void_p)
+
+
+def main():
+    args = parse_args()
+    if args.smoke:
+        skip("--smoke: this benchmark needs an NVIDIA GPU, PyTorch with CUDA and profkit GPU tracing")
+    try:
+        import torch
+    except ImportError:
+        skip("PyTorch is not installed")
+    if not torch.cuda.is_available():
+        skip("no CUDA GPU (torch.cuda.is_available() is False)")
+    from profkit import _C
+
+    available, reason = _C.gpu_available()
+    if not available:
+        skip("profkit GPU tracing is unavailable: " + reason)
+    _C.set_gpu_tracing(True)  # loads libcupti
+    _C.set_gpu_tracing(False)
+    cupti = loaded_cupti()
+
+    with tempfile.TemporaryDirectory() as workdir:
+        tsc = tsc_function(workdir)
+        n = args.launches
+        x = torch.zeros(1, device="cuda")
+        for _ in range(3):
+            launches.launch_loop(torch, x, 1000)
+
+        def traced(driver="", change=None):
+            before = os.environ.get("PROFKIT_CUPTI_DRIVER")
+            os.environ["PROFKIT_CUPTI_DRIVER"] = driver  # read when the tracer arms
+            _C.set_gpu_tracing(True)  # attaches: thread id type and timestamp callback set
+            if change is not None:
+                status = change()
+                if status != 0:
+                    raise RuntimeError(f"CUPTI refused the change: CUptiResult {status}")
+            _C.set_state(READY)
+            if before is None:
+                del os.environ["PROFKIT_CUPTI_DRIVER"]
+            else:
+                os.environ["PROFKIT_CUPTI_DRIVER"] = before
+            launches.launch_loop(torch, x, 100)
+            _C.set_state(RECORD)
+            seconds = launches.launch_loop(torch, x, n)
+            _C.set_state(CLOSED)
+            _C.collect()
+            _C.set_gpu_tracing(False)
+            return seconds
+
+        configs = {
+            "no profiler": lambda: launches.launch_loop(torch, x, n),
+            "profkit as it is": traced,
+            "no driver calls": lambda: traced("0"),
+            "CUPTI's thread ids": lambda: traced(change=lambda: cupti.cuptiSetThreadIdType(THREAD_ID_TYPE_DEFAULT)),
+            "TSC timestamps": lambda: traced(change=lambda: cupti.cuptiActivityRegisterTimestampCallback(tsc)),
+        }
+        times = launches.take_turns(configs, args.rounds)
+
+    print(f"device: {torch.cuda.get_device_name()}, {reason}")
+    print(f"{n} launches x {args.rounds} rounds; without a profiler "
+          f"{statistics.median(times['no profiler']) / n * 1e9:.0f} ns a launch")
+    for name in configs:
+        if name != "no profiler":
+            print(f"  {name}: {launches.overhead_ns_per_launch(times, name, n):.0f} ns a launch over no profiler")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
