@@ -37,14 +37,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_vs_torch_profiler as launches  # noqa: E402
 
-READY, RECORD, CLOSED = launches.READY, launches.RECORD, launches.CLOSED
+RECORD, CLOSED = launches.RECORD, launches.CLOSED
 THREAD_ID_TYPE_DEFAULT = 0
 TSC_SOURCE = "#include <stdint.h>\n#include <x86intrin.h>\nuint64_t profkit_tsc(void) { return __rdtsc(); }\n"
-
-
-def skip(reason):
-    print(f"cupti_settings_cost: skipped: {reason}")
-    sys.exit(0)
 
 
 def parse_args():
@@ -65,14 +60,14 @@ def loaded_cupti():
         cupti.cuptiSetThreadIdType.argtypes = [ctypes.c_int]
         cupti.cuptiActivityRegisterTimestampCallback.argtypes = [ctypes.c_void_p]
         return cupti
-    skip("no libcupti is loaded in this process")
+    launches.skip("no libcupti is loaded in this process", "cupti_settings_cost")
 
 
 def tsc_function(workdir):
     """A C function that returns the TSC, built with the system compiler."""
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
-        skip("no C compiler (cc) to build the TSC timestamp callback")
+        launches.skip("no C compiler (cc) to build the TSC timestamp callback", "cupti_settings_cost")
     source = os.path.join(workdir, "tsc.c")
     library = os.path.join(workdir, "libtsc.so")
     with open(source, "w") as f:
@@ -83,19 +78,7 @@ def tsc_function(workdir):
 
 def main():
     args = parse_args()
-    if args.smoke:
-        skip("--smoke: this benchmark needs an NVIDIA GPU, PyTorch with CUDA and profkit GPU tracing")
-    try:
-        import torch
-    except ImportError:
-        skip("PyTorch is not installed")
-    if not torch.cuda.is_available():
-        skip("no CUDA GPU (torch.cuda.is_available() is False)")
-    from profkit import _C
-
-    available, reason = _C.gpu_available()
-    if not available:
-        skip("profkit GPU tracing is unavailable: " + reason)
+    torch, _C, reason = launches.require_gpu_tracing(args.smoke, "cupti_settings_cost")
     _C.set_gpu_tracing(True)  # loads libcupti
     _C.set_gpu_tracing(False)
     cupti = loaded_cupti()
@@ -108,18 +91,12 @@ def main():
             launches.launch_loop(torch, x, 1000)
 
         def traced(driver="", change=None):
-            before = os.environ.get("PROFKIT_CUPTI_DRIVER")
-            os.environ["PROFKIT_CUPTI_DRIVER"] = driver  # read when the tracer arms
             _C.set_gpu_tracing(True)  # attaches: thread id type and timestamp callback set
             if change is not None:
                 status = change()
                 if status != 0:
                     raise RuntimeError(f"CUPTI refused the change: CUptiResult {status}")
-            _C.set_state(READY)
-            if before is None:
-                del os.environ["PROFKIT_CUPTI_DRIVER"]
-            else:
-                os.environ["PROFKIT_CUPTI_DRIVER"] = before
+            launches.arm(_C, driver)
             launches.launch_loop(torch, x, 100)
             _C.set_state(RECORD)
             seconds = launches.launch_loop(torch, x, n)

@@ -40,9 +40,42 @@ OPERATOR = 0
 NO_EVENT = 2**64 - 1
 
 
-def skip(reason):
-    print(f"gpu_vs_torch_profiler: skipped: {reason}")
+def skip(reason, script="gpu_vs_torch_profiler"):
+    print(f"{script}: skipped: {reason}")
     sys.exit(0)
+
+
+def require_gpu_tracing(smoke, script="gpu_vs_torch_profiler"):
+    """torch, profkit's _C and the tracer's description of what it found; or a
+    one-line skip (exit 0) in CI mode or where GPU tracing cannot run."""
+    if smoke:
+        skip("--smoke: this benchmark needs an NVIDIA GPU, PyTorch with CUDA and profkit GPU tracing", script)
+    try:
+        import torch
+    except ImportError:
+        skip("PyTorch is not installed", script)
+    if not torch.cuda.is_available():
+        skip("no CUDA GPU (torch.cuda.is_available() is False)", script)
+    from profkit import _C
+
+    available, reason = _C.gpu_available()
+    if not available:
+        skip("profkit GPU tracing is unavailable: " + reason, script)
+    return torch, _C, reason
+
+
+def arm(_C, driver=""):
+    """READY with $PROFKIT_CUPTI_DRIVER set to `driver` while the tracer arms
+    (it reads the variable then), and as it was afterwards."""
+    before = os.environ.get("PROFKIT_CUPTI_DRIVER")
+    os.environ["PROFKIT_CUPTI_DRIVER"] = driver
+    try:
+        _C.set_state(READY)
+    finally:
+        if before is None:
+            del os.environ["PROFKIT_CUPTI_DRIVER"]
+        else:
+            os.environ["PROFKIT_CUPTI_DRIVER"] = before
 
 
 def parse_args():
@@ -176,15 +209,8 @@ def profkit_rounds(torch, x, n, rounds, step, steps):
     seen = {"GPU tracing": [], "GPU tracing, no driver calls": [], "Profiler": []}
 
     def gpu_tracing_alone(driver="", seen_as="GPU tracing"):
-        # The tracer reads $PROFKIT_CUPTI_DRIVER when it arms (READY).
-        before = os.environ.get("PROFKIT_CUPTI_DRIVER")
-        os.environ["PROFKIT_CUPTI_DRIVER"] = driver
         _C.set_gpu_tracing(True)
-        _C.set_state(READY)
-        if before is None:
-            del os.environ["PROFKIT_CUPTI_DRIVER"]
-        else:
-            os.environ["PROFKIT_CUPTI_DRIVER"] = before
+        arm(_C, driver)
         launch_loop(torch, x, 100)  # arming's first launches, not timed
         _C.set_state(RECORD)
         seconds = launch_loop(torch, x, n)
@@ -244,19 +270,7 @@ def torch_profiler_rounds(torch, x, n, rounds, step, steps):
 
 def main():
     args = parse_args()
-    if args.smoke:
-        skip("--smoke: this benchmark needs an NVIDIA GPU, PyTorch with CUDA and profkit GPU tracing")
-    try:
-        import torch
-    except ImportError:
-        skip("PyTorch is not installed")
-    if not torch.cuda.is_available():
-        skip("no CUDA GPU (torch.cuda.is_available() is False)")
-    from profkit import _C
-
-    available, reason = _C.gpu_available()
-    if not available:
-        skip("profkit GPU tracing is unavailable: " + reason)
+    torch, _C, reason = require_gpu_tracing(args.smoke)
 
     n = args.launches
     x = torch.zeros(1, device="cuda")

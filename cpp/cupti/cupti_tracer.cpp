@@ -140,6 +140,9 @@ void CuptiTracer::set_enabled(bool enabled) {
     std::lock_guard<std::mutex> lock(control_mutex_);
     enabled_ = false;
     apply_phase_locked(Phase::kOff);
+    // Turned on and off again while CLOSED (no window to close): let go of
+    // CUPTI all the same.
+    request_detach_locked();
     return;
   }
   if (!support_.available) {

@@ -524,6 +524,16 @@ TEST_F(Tracer, StoppingDetachesAtOnceSoAnotherProfilerCanSubscribe) {
   EXPECT_EQ(v.device_count, 1u);
 }
 
+TEST_F(Tracer, TurnedOnAndOffWithoutAWindowItLetsGoOfCupti) {
+  DriverCallsBack driver;
+  tracer->set_enabled(true);  // attaches at once, to report a conflict early
+  ASSERT_EQ(f.subscribed(), 1);
+  tracer->set_enabled(false);
+  EXPECT_EQ(f.subscribed(), 0);
+  EXPECT_EQ(f.finalizes(), 1);
+  EXPECT_FALSE(tracer->stats().attached);
+}
+
 TEST_F(Tracer, LaunchesFromAnotherThreadWhileStatesChangeNeverDeadlock) {
   tracer->set_enabled(true);
   std::atomic<bool> stop{false};

@@ -505,7 +505,8 @@ PK_API int32_t pk_gpu_available(const char** reason) PK_NOEXCEPT;
  * PK_STATE_CLOSED detaches from CUPTI before pk_set_state returns (since
  * 1.19; before, at the program's next CUDA call), so that the program runs
  * untraced and another profiler (torch.profiler, Nsight) can attach at once;
- * the next window attaches again. Thread-safe; serialized with pk_set_state. */
+ * the next window attaches again. Turning tracing off detaches likewise.
+ * Thread-safe; serialized with pk_set_state. */
 PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 
 /* ------------------------------------------------------------------------- */
