@@ -64,6 +64,11 @@ void sort_by_key(std::vector<T>& items, SortKey key, StatsOf stats_of, LabelOf l
 inline bool lacks_timing(const pk_device_event& e) noexcept { return (e.flags & PK_DEVICE_EVENT_NO_TIMING) != 0; }
 std::string untimed_note(uint64_t untimed_calls);
 
+// GPU records whose launch was not captured (pk_result_info's
+// unattached_device_records) sit under no host event: the tables that give
+// operators their GPU time say so, and how to capture those launches.
+std::string unattached_note(uint64_t unattached_records);
+
 // The OS thread id of thread index `thread`, 0 if out of range.
 uint64_t thread_id(const Result& result, uint32_t thread) noexcept;
 

@@ -167,6 +167,8 @@ SummaryTable OperatorTable::table() {
   t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ")" +
                     (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
+  const uint64_t unattached = context_.result->info.unattached_device_records;
+  if (unattached > 0) t.notes.push_back(unattached_note(unattached));
   return t;
 }
 

@@ -212,6 +212,40 @@ namespace {
 // A GPU record CUPTI gave no timestamps for counts as a call of its row
 // under the operator, as in the Kernel table, but not as a 0 in its times
 // (which would halve Avg and make Min 0 where the Kernel table says 200).
+// A kernel launched through the driver API where only runtime calls were
+// recorded has no launch: the tables that leave it out of operators' GPU
+// time say so and how to record those launches.
+TEST(SummaryOperator, KernelsWithoutACapturedLaunchAreNamedUnderTheTables) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
+  b.launch(1, 20, 30, 1);
+  b.kernel("k", 100, 300, 1);
+  b.kernel("cutlass_gemm", 310, 320, 2);  // correlation 2: no launch recorded
+  b.kernel("cutlass_gemm", 330, 340, 3);
+  auto r = b.build();
+  ASSERT_EQ(r->info.unattached_device_records, 2u);
+  for (SummaryView view : {SummaryView::kOperator, SummaryView::kKernel}) {
+    const profkit::SummaryTable t = profkit_test::table_of(*r, view);
+    bool says_so = false;
+    for (const std::string& note : t.notes) {
+      says_so |= note.find("2 GPU records have no captured launch") != std::string::npos &&
+                 note.find("PROFKIT_CUPTI_DRIVER=all") != std::string::npos;
+    }
+    EXPECT_TRUE(says_so) << t.title;
+  }
+  EXPECT_EQ(profkit_test::value(profkit_test::table_of(*r, SummaryView::kOperator), "op", "GPU Total", 0), 200);
+
+  TraceBuilder all_launched;
+  all_launched.step(1, 0, 0, 1000);
+  all_launched.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
+  all_launched.launch(1, 20, 30, 1);
+  all_launched.kernel("k", 100, 300, 1);
+  for (const std::string& note : profkit_test::table_of(*all_launched.build(), SummaryView::kOperator).notes) {
+    EXPECT_EQ(note.find("no captured launch"), std::string::npos) << note;
+  }
+}
+
 TEST(SummaryOperator, GpuRecordsWithoutTimingAreCallsNotZeroTimesUnderOperators) {
   TraceBuilder b;
   b.step(1, 0, 0, 1000);
