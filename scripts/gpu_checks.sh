@@ -7,7 +7,9 @@
 #   3. benchmarks/python/gpu_vs_torch_profiler.py: overhead per launch and
 #      kernel counts and times beside torch.profiler; cupti_settings_cost.py:
 #      what each of profkit's CUPTI settings costs per launch;
-#   4. the Python tests, where every Profiler traces the GPU by default.
+#   4. examples/train_cifar_like.py on CUDA (the README's main job), whose
+#      Kernel Summary must list kernels;
+#   5. the Python tests, where every Profiler traces the GPU by default.
 # Every step runs even when an earlier one failed, each under its own time
 # limit (a hang in CUPTI's flush must not eat the rest); the exit status is
 # the number of steps that failed.
@@ -65,7 +67,11 @@ step "3. beside torch.profiler"
 run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
 run_step 180 cupti_settings_cost python3 benchmarks/python/cupti_settings_cost.py
 
-step "4. the Python tests"
+step "4. the README's main job on the GPU"
+# The example trains on CUDA where it is present; its Kernel Summary must list kernels.
+run_step 300 example bash -c "python3 examples/train_cifar_like.py --device cuda --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' '$out/example.txt'"
+
+step "5. the Python tests"
 extra=()
 python3 -c 'import pytest_timeout' 2>/dev/null && extra+=(--timeout=300)
 # pytest-benchmark, where installed, warns under xdist, and our warnings are errors.
