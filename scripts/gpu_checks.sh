@@ -69,7 +69,7 @@ run_step 180 cupti_settings_cost python3 benchmarks/python/cupti_settings_cost.p
 
 step "4. the README's main job on the GPU"
 # The example trains on CUDA where it is present; its Kernel Summary must list kernels.
-run_step 300 example bash -c "python3 examples/train_cifar_like.py --device cuda --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' '$out/example.txt'"
+run_step 300 example bash -c "set -o pipefail; python3 examples/train_cifar_like.py --device cuda --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' '$out/example.txt'"
 
 step "5. the Python tests"
 extra=()
