@@ -141,7 +141,9 @@ def test_torch_func_and_compiled_autograd_grad(pk_torch, backend):
 
     x = torch.randn(3)
     expected = 2 * x.sin() * x.cos()
-    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+    # torch 2.3 compiles torch.func transforms only when asked to.
+    capture = {"capture_func_transforms": True} if hasattr(torch._dynamo.config, "capture_func_transforms") else {}
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof, torch._dynamo.config.patch(**capture):
         assert torch.allclose(torch.func.grad(f)(x), expected)
         assert torch.allclose(func_grad(x), expected)
         if hasattr(torch._dynamo.config, "trace_autograd_ops"):  # not in torch 2.6

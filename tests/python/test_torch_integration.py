@@ -6,6 +6,7 @@ import inspect
 import multiprocessing
 import os
 import platform
+import re
 import threading
 
 import pytest
@@ -676,6 +677,30 @@ def test_enable_is_also_a_context_manager(pk_torch):
             assert pk_torch._current.options.record_shapes is False
         assert pk_torch.is_enabled() and pk_torch._current.options.record_shapes is True
     assert not pk_torch.is_enabled()
+
+
+@pytest.mark.parametrize("old", ["2.2.2+cu121", "2.0.1"])
+def test_a_torch_older_than_the_oldest_supported_is_a_clear_error(pk_torch, monkeypatch, old):
+    from profkit.integrations import torch_distributed
+
+    monkeypatch.setattr(torch, "__version__", old)
+    with pytest.raises(RuntimeError, match=rf"needs PyTorch 2\.3 or newer; this is torch {re.escape(old)}\. Upgrade"):
+        pk_torch.enable()
+    assert not pk_torch.is_enabled()
+    with pytest.raises(RuntimeError, match=r"torch_distributed needs PyTorch 2\.3 or newer"):
+        torch_distributed.enable()
+    assert not torch_distributed.is_enabled()
+
+
+@pytest.mark.parametrize(
+    "version, parsed",
+    [("2.3.0", (2, 3)), ("2.6.0+cu124", (2, 6)), ("2.13.0a0+git1234", (2, 13)), ("10.1", (10, 1)), ("dev", None)],
+)
+def test_torch_versions_are_read_by_major_and_minor(version, parsed):
+    from profkit.integrations._torch_version import MIN_TORCH, torch_major_minor
+
+    assert torch_major_minor(version) == parsed
+    assert torch_major_minor(torch.__version__) >= MIN_TORCH  # the torch these tests run on is supported
 
 
 def test_bad_options_are_rejected(pk_torch, monkeypatch):

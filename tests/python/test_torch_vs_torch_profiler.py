@@ -162,6 +162,10 @@ def within_window(memory):
     return sorted(kept)
 
 
+@pytest.mark.skipif(
+    tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 4),
+    reason="torch.profiler before 2.4 leaves aten::select out around the DataLoader's aten::as_strided",
+)
 def test_native_hook_records_what_torch_profiler_records(pk_torch, tmp_path, monkeypatch):
     step = make_step()
     expected, expected_memory = torch_profiler_step(step, tmp_path, monkeypatch)

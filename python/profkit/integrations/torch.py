@@ -75,6 +75,7 @@ from .. import _C, _window_listeners
 from . import torch_distributed
 from .._enums import ProfilerState
 from .._warnings import warn_at_caller
+from ._torch_version import require_supported_torch
 
 __all__ = ["enable", "disable", "is_enabled", "backend", "build", "BACKENDS"]
 
@@ -141,6 +142,7 @@ def _import_torch(what: str) -> ModuleType:
             "build tool), then call it again.",
             name="torch",
         ) from e
+    require_supported_torch(torch, f"profkit.integrations.torch.{what}()")
     return torch
 
 
@@ -226,7 +228,8 @@ def enable(
     Raises:
         ModuleNotFoundError: torch is not installed.
         ValueError: an unknown backend.
-        RuntimeError: backend="native" and the hook cannot be built or loaded.
+        RuntimeError: torch is older than 2.3, or backend="native" and the
+            hook cannot be built or loaded.
     """
     for name, value in (("record_shapes", record_shapes), ("profile_memory", profile_memory)):
         if value is not None and not isinstance(value, bool):
@@ -264,7 +267,8 @@ def build(*, rebuild: bool = False, verbose: bool = False) -> str:
 
     Raises:
         ModuleNotFoundError: torch is not installed.
-        RuntimeError: it cannot be built; the message says why.
+        RuntimeError: torch is older than 2.3, or the hook cannot be built;
+            the message says why.
     """
     from . import _torch_native
 

@@ -87,6 +87,7 @@ from ._collectives_in_flight import (
     track,
     wait_in_flight,
 )
+from ._torch_version import require_supported_torch
 
 __all__ = [
     "enable",
@@ -124,6 +125,9 @@ def _torch_distributed():
             "profkit.integrations.torch_distributed: this PyTorch build has no torch.distributed "
             "(torch.distributed.is_available() is False)"
         )
+    import torch  # noqa: PLC0415 - imported with torch.distributed above
+
+    require_supported_torch(torch, "profkit.integrations.torch_distributed")
     return dist
 
 
