@@ -209,18 +209,22 @@ TEST(SummaryOperator, RecursiveOperatorsCountEachCall) {
 
 namespace {
 
-// A GPU record CUPTI gave no timestamps for counts as a call of its row
-// under the operator, as in the Kernel table, but not as a 0 in its times
-// (which would halve Avg and make Min 0 where the Kernel table says 200).
-// A kernel launched through the driver API where only runtime calls were
-// recorded has no launch: the tables that leave it out of operators' GPU
-// time say so and how to record those launches.
-TEST(SummaryOperator, KernelsWithoutACapturedLaunchAreNamedUnderTheTables) {
+// Step 1 holds operator "op" (10-400 ns), which launches kernel "k"
+// (correlation 1, 100-300 ns on the GPU).
+TraceBuilder operator_launching_one_kernel() {
   TraceBuilder b;
   b.step(1, 0, 0, 1000);
   b.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
   b.launch(1, 20, 30, 1);
   b.kernel("k", 100, 300, 1);
+  return b;
+}
+
+// A kernel launched through the driver API where only runtime calls were
+// recorded has no launch: the tables that leave it out of operators' GPU
+// time say so and how to record those launches.
+TEST(SummaryOperator, KernelsWithoutACapturedLaunchAreNamedUnderTheTables) {
+  TraceBuilder b = operator_launching_one_kernel();
   b.kernel("cutlass_gemm", 310, 320, 2);  // correlation 2: no launch recorded
   b.kernel("cutlass_gemm", 330, 340, 3);
   auto r = b.build();
@@ -236,22 +240,17 @@ TEST(SummaryOperator, KernelsWithoutACapturedLaunchAreNamedUnderTheTables) {
   }
   EXPECT_EQ(profkit_test::value(profkit_test::table_of(*r, SummaryView::kOperator), "op", "GPU Total", 0), 200);
 
-  TraceBuilder all_launched;
-  all_launched.step(1, 0, 0, 1000);
-  all_launched.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
-  all_launched.launch(1, 20, 30, 1);
-  all_launched.kernel("k", 100, 300, 1);
-  for (const std::string& note : profkit_test::table_of(*all_launched.build(), SummaryView::kOperator).notes) {
+  for (const std::string& note :
+       profkit_test::table_of(*operator_launching_one_kernel().build(), SummaryView::kOperator).notes) {
     EXPECT_EQ(note.find("no captured launch"), std::string::npos) << note;
   }
 }
 
+// A GPU record CUPTI gave no timestamps for counts as a call of its row
+// under the operator, as in the Kernel table, but not as a 0 in its times
+// (which would halve Avg and make Min 0 where the Kernel table says 200).
 TEST(SummaryOperator, GpuRecordsWithoutTimingAreCallsNotZeroTimesUnderOperators) {
-  TraceBuilder b;
-  b.step(1, 0, 0, 1000);
-  b.event(1, "op", PK_EVENT_OPERATOR, 10, 400);
-  b.launch(1, 20, 30, 1);
-  b.kernel("k", 100, 300, 1);
+  TraceBuilder b = operator_launching_one_kernel();
   b.launch(1, 40, 50, 2);
   b.device("k", PK_EVENT_KERNEL, 50, 50, 2, 0, 7, PK_DEVICE_EVENT_NO_TIMING);
   b.launch(1, 60, 70, 3, "cudaMemcpyAsync");
