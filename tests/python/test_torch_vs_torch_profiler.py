@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 
 import profkit  # noqa: E402
 from profkit import TracerEventType  # noqa: E402
+from profkit.integrations._torch_version import torch_major_minor  # noqa: E402
 
 nn = torch.nn
 F = torch.nn.functional
@@ -163,7 +164,7 @@ def within_window(memory):
 
 
 @pytest.mark.skipif(
-    tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 4),
+    torch_major_minor(torch.__version__) < (2, 4),
     reason="torch.profiler before 2.4 leaves aten::select out around the DataLoader's aten::as_strided",
 )
 def test_native_hook_records_what_torch_profiler_records(pk_torch, tmp_path, monkeypatch):
