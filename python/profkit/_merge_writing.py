@@ -7,6 +7,7 @@ import json
 import mmap
 import os
 import re
+import sys
 from typing import IO, Any, Callable, Dict, List, Sequence, Union
 
 from ._merge_sources import FOOTER, HEADER, MergeError, Source, engine_path, not_json
@@ -36,8 +37,28 @@ _COMPLETE = (
 )
 _OBJECT = f"\\{{{_STRING}:(?>{_VALUE}|{_ARGS})(?:,{_STRING}:(?>{_VALUE}|{_ARGS}))*+\\}}"
 _LINE = f"(?>{_COMPLETE}|{_OBJECT})"
-_ONE_LINE = re.compile(_LINE)
-_LINES = re.compile(f"(?:{_LINE},\\n)*+{_LINE}")
+
+
+def without_possessives(pattern: str) -> str:
+    """``pattern`` with plain quantifiers and groups in place of possessive
+    ones and atomic groups, which Python's ``re`` has only since 3.11.
+
+    They keep the engine from backtracking into what a token has matched, so a
+    damaged block is refused in one pass. Without them the patterns here
+    accept the same lines: every token is followed by a character it cannot
+    hold (a quote, a comma, a colon, a bracket, the newline), so giving back
+    part of a match never lets one go on. Only a refused block may take longer
+    before json.loads judges it. (A text replacement, right for these patterns:
+    none of the replaced pairs occurs in them as literal text.)"""
+    return pattern.replace("(?>", "(?:").replace("*+", "*").replace("++", "+").replace("?+", "?")
+
+
+def _compile(pattern: str) -> "re.Pattern[str]":
+    return re.compile(pattern if sys.version_info >= (3, 11) else without_possessives(pattern))
+
+
+_ONE_LINE = _compile(_LINE)
+_LINES = _compile(f"(?:{_LINE},\\n)*+{_LINE}")
 
 
 def damaged_line(path: str, number: int, problem: str) -> MergeError:

@@ -7,6 +7,8 @@ processes with known clock offsets), so the arithmetic is checked exactly.
 
 import json
 import os
+import pathlib
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -16,6 +18,7 @@ import pytest
 
 from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, cross_rank_summary, merge_traces
 from profkit._merge_sources import Source, looks_like_json, looks_like_pktrace
+from profkit._merge_writing import _LINE, _LINES, _ONE_LINE, without_possessives
 from profkit.merge import MergeError, parse_merge_inputs
 
 FOOTER = '\n],\n"displayTimeUnit":"ms",\n"profkit":'
@@ -459,6 +462,36 @@ def test_a_damaged_chrome_line_is_an_error_naming_the_file_and_line(tmp_path, ol
     with pytest.raises(MergeError, match=rf"'.*bad.trace.json' line {line} {problem}.*damaged"):
         merge_traces([good, bad], tmp_path / "m.trace.json")
     assert sorted(os.listdir(tmp_path)) == ["bad.trace.json", "good.trace.json"]  # no output, no temporaries
+
+
+def test_the_line_check_without_possessive_quantifiers_judges_every_line_alike(tmp_path):
+    # Python 3.9 and 3.10 have no possessive quantifiers or atomic groups:
+    # there the merge checks lines with plain ones (without_possessives).
+    # Both forms must accept and refuse the same lines, so that the merge
+    # behaves alike on every Python (this test compares them on 3.11+).
+    _C.set_state(2)
+    _C.step_begin(0)
+    with RecordEvent('quote " backslash \\ tab \t é', 0):
+        _C.event_arg_int(_C.intern("bytes"), -4096)
+        _C.event_arg_str(_C.intern("shapes"), "[[2, 3], []]")
+    _C.step_end(0)
+    _C.set_state(0)
+    texts = [exported(ProfilerResult(_C.collect()), tmp_path / "a.trace.json"),
+             write_chrome(tmp_path / "b.trace.json", 7, 0, 1_000_000)]
+    good = [line.rstrip(",") for path in texts for line in pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+            if line.startswith('{"ph"')]
+    damaged = [line.replace(old, new, 1) for line in good
+               for old, new in [(":", "::"), ('"', ""), ("}", ""), (",", ",,"), ("0", "0.0.0"), (".", "e"),
+                                ('"name":"', '"name":"\x01')]
+               if old in line]
+    plain_line = re.compile(without_possessives(_LINE))
+    assert good and len(damaged) > len(good)
+    assert all(_ONE_LINE.fullmatch(line) for line in good)
+    for line in good + damaged:
+        assert bool(plain_line.fullmatch(line)) == bool(_ONE_LINE.fullmatch(line)), line
+    plain_block = re.compile(without_possessives(_LINES.pattern))
+    for block in [",\n".join(good), ",\n".join(good + damaged[:1]), ",\n".join(damaged[-1:] + good)]:
+        assert bool(plain_block.fullmatch(block)) == bool(_LINES.fullmatch(block))
 
 
 def test_a_chrome_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path):
