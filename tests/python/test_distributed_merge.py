@@ -18,6 +18,7 @@ import pytest
 
 from profkit import ProfilerResult, ProfilerWarning, RecordEvent, _C, cli, cross_rank_summary, merge_traces
 from profkit._merge_sources import Source, looks_like_json, looks_like_pktrace
+from profkit import _merge_writing
 from profkit._merge_writing import _LINE, _LINES, _ONE_LINE, without_possessives
 from profkit.merge import MergeError, parse_merge_inputs
 
@@ -492,6 +493,24 @@ def test_the_line_check_without_possessive_quantifiers_judges_every_line_alike(t
     plain_block = re.compile(without_possessives(_LINES.pattern))
     for block in [",\n".join(good), ",\n".join(good + damaged[:1]), ",\n".join(damaged[-1:] + good)]:
         assert bool(plain_block.fullmatch(block)) == bool(_LINES.fullmatch(block))
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1000])
+def test_chrome_inputs_read_in_any_block_size_merge_alike(tmp_path, monkeypatch, block):
+    # Chrome inputs are read in blocks of _LINE_BLOCK bytes cut at line ends.
+    # Blocks smaller than a line (one split over many reads), and lines
+    # split anywhere, must give the same merged events and the same line
+    # number for a damaged line.
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    b = write_chrome(tmp_path / "b.trace.json", 8, 1, 1_000_500)  # later: every line of b is rewritten
+    merge_traces([a, b], tmp_path / "whole.trace.json")
+    monkeypatch.setattr(_merge_writing, "_LINE_BLOCK", block)
+    merge_traces([a, b], tmp_path / "blocks.trace.json")
+    assert load(tmp_path / "blocks.trace.json")["traceEvents"] == load(tmp_path / "whole.trace.json")["traceEvents"]
+    text = pathlib.Path(b).read_text(encoding="utf-8")
+    pathlib.Path(b).write_text(text.replace('"name":"k"', '"name":"k\x01"', 1), encoding="utf-8")
+    with pytest.raises(MergeError, match=r"'.*b.trace.json' line 7 is not valid JSON"):
+        merge_traces([a, b], tmp_path / "bad.trace.json")
 
 
 def test_a_chrome_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path):
