@@ -1,9 +1,10 @@
 """The oldest PyTorch profkit's integrations support, and the check that says so.
 
 The PyTorch and torch.distributed integrations are tested on torch 2.3, 2.4,
-2.6, 2.11 and 2.13. Before 2.3 (2.0 and 2.2 were tried) the Python fallback,
-the collective wrappers and several of the native hook's events go wrong, so
-an older torch gets a clear error rather than wrong events.
+2.6, 2.8 (Python 3.9), 2.11 and 2.13. Before 2.3 (2.0 and 2.2 were tried)
+the Python fallback, the collective wrappers and several of the native
+hook's events go wrong, so an older torch gets a clear error rather than
+wrong events.
 """
 
 import re
