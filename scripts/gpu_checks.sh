@@ -3,13 +3,17 @@
 # its driver, nvcc, the CUPTI headers and PyTorch with CUDA:
 #   1. tests/cuda/gpu_trace_test: known kernels, a memcpy and a memset on two
 #      streams inside nested host events, checked against real CUPTI;
-#   2. every C++ test (ctest), now with a real driver and libcupti present;
-#   3. benchmarks/python/gpu_vs_torch_profiler.py: overhead per launch and
-#      kernel counts and times beside torch.profiler; cupti_settings_cost.py:
-#      what each of profkit's CUPTI settings costs per launch;
-#   4. examples/train_cifar_like.py on CUDA (the README's main job), whose
+#   2. beside torch.profiler: cupti_settings_cost.py (what each of profkit's
+#      CUPTI settings costs per launch), gpu_launch_overhead_processes.py
+#      (overhead per launch, the two profilers in alternating processes) and
+#      gpu_vs_torch_profiler.py (kernel counts and times, kernels tied to
+#      their operator, overhead per launch in one process);
+#   3. examples/train_cifar_like.py on CUDA (the README's main job), whose
 #      Kernel Summary must list kernels;
+#   4. every C++ test (ctest), now with a real driver and libcupti present;
 #   5. the Python tests, where every Profiler traces the GPU by default.
+# The measurements come before the long test suites, so that a lease that
+# runs out still brings them back.
 # Every step runs even when an earlier one failed, each under its own time
 # limit (a hang in CUPTI's flush must not eat the rest); the exit status is
 # the number of steps that failed.
@@ -60,16 +64,17 @@ fi
 step "1. the CUDA test program against real CUPTI"
 run_step 120 gpu_trace_test "$build/tests/cuda/gpu_trace_test" "$out"
 
-step "2. the C++ tests"
-run_step 180 ctest ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
-
-step "3. beside torch.profiler"
-run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
+step "2. beside torch.profiler"
 run_step 180 cupti_settings_cost python3 benchmarks/python/cupti_settings_cost.py
+run_step 300 gpu_launch_overhead_processes python3 benchmarks/python/gpu_launch_overhead_processes.py --json "$out/launch_overhead_processes.json"
+run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
 
-step "4. the README's main job on the GPU"
+step "3. the README's main job on the GPU"
 # The example trains on CUDA where it is present; its Kernel Summary must list kernels.
 run_step 300 example bash -c "set -o pipefail; python3 examples/train_cifar_like.py --device cuda --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' '$out/example.txt'"
+
+step "4. the C++ tests"
+run_step 180 ctest ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
 
 step "5. the Python tests"
 extra=()

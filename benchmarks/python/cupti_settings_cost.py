@@ -16,6 +16,7 @@ own API (ctypes on the libcupti profkit loaded), after profkit armed:
   torch.profiler's does) instead of profkit's clock_gettime(CLOCK_MONOTONIC).
   The records then carry TSC ticks, so that window's GPU times are wrong:
   only its cost counts here.
+- "all three": the three changes together.
 
 The configurations take turns round after round; each one's cost is the
 median over rounds of its time less the same round's run without a profiler.
@@ -90,9 +91,9 @@ def main():
         for _ in range(3):
             launches.launch_loop(torch, x, 1000)
 
-        def traced(driver="", change=None):
+        def traced(driver="", *changes):
             _C.set_gpu_tracing(True)  # attaches: thread id type and timestamp callback set
-            if change is not None:
+            for change in changes:
                 status = change()
                 if status != 0:
                     raise RuntimeError(f"CUPTI refused the change: CUptiResult {status}")
@@ -105,12 +106,19 @@ def main():
             _C.set_gpu_tracing(False)
             return seconds
 
+        def default_thread_ids():
+            return cupti.cuptiSetThreadIdType(THREAD_ID_TYPE_DEFAULT)
+
+        def tsc_timestamps():
+            return cupti.cuptiActivityRegisterTimestampCallback(tsc)
+
         configs = {
             "no profiler": lambda: launches.launch_loop(torch, x, n),
             "profkit as it is": traced,
             "no driver calls": lambda: traced("0"),
-            "CUPTI's thread ids": lambda: traced(change=lambda: cupti.cuptiSetThreadIdType(THREAD_ID_TYPE_DEFAULT)),
-            "TSC timestamps": lambda: traced(change=lambda: cupti.cuptiActivityRegisterTimestampCallback(tsc)),
+            "CUPTI's thread ids": lambda: traced("", default_thread_ids),
+            "TSC timestamps": lambda: traced("", tsc_timestamps),
+            "all three": lambda: traced("0", default_thread_ids, tsc_timestamps),
         }
         times = launches.take_turns(configs, args.rounds)
 

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Overhead per kernel launch, profkit against torch.profiler, in alternating processes.
+
+gpu_vs_torch_profiler.py compares the two in one process, where torch.profiler
+must run last: Kineto keeps CUPTI attached after its first use. On a lent H200
+the machine drifted by as much as the difference between the two (runs
+without a profiler read 7.8 us a launch beside profkit's rounds and 9.1 us
+beside torch.profiler's, in one run). Here each profiler gets its own fresh
+processes, one after the other, pair after pair, the order swapped from pair
+to pair. Each process takes turns between its profiler and runs without one
+(the launch-bound loop of gpu_vs_torch_profiler.py) and reports the median
+over its rounds of (profiler - no profiler) per launch; this script reports
+the median over processes. Drift slower than one process is thus taken out,
+and both profilers see the same spread of it.
+
+profkit processes time two configurations: GPU tracing alone through the
+engine, and a profkit.Profiler with the PyTorch integration on (operators
+too, as torch.profiler records them).
+
+With --smoke, or where there is no CUDA GPU, no PyTorch or no profkit GPU
+tracing, it prints one line saying why it skipped and exits 0.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_vs_torch_profiler as launches  # noqa: E402
+
+SCRIPT = "gpu_launch_overhead_processes"
+SIDES = ("profkit", "torch.profiler")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="CI mode: skip (this benchmark needs a GPU)")
+    p.add_argument("--pairs", type=int, default=5, help="pairs of processes (one of each profiler)")
+    p.add_argument("--launches", type=int, default=20000, help="launches in the launch-bound loop")
+    p.add_argument("--rounds", type=int, default=7, help="rounds in each process (medians taken)")
+    p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # a child process's one profiler
+    return p.parse_args()
+
+
+def profkit_configs(torch, _C, x, n):
+    import profkit
+    from profkit.integrations import torch as pk_torch
+
+    def gpu_tracing_alone():
+        _C.set_gpu_tracing(True)
+        launches.arm(_C)
+        launches.launch_loop(torch, x, 100)  # arming's first launches, not timed
+        _C.set_state(launches.RECORD)
+        seconds = launches.launch_loop(torch, x, n)
+        _C.set_state(launches.CLOSED)
+        seen = launches.kernels_in_profkit_result(_C.collect())[0]
+        _C.set_gpu_tracing(False)
+        if seen != n:
+            raise RuntimeError(f"profkit saw {seen} of {n} kernels")
+        return seconds
+
+    def profiler_with_torch_integration():
+        with pk_torch.enable():
+            with profkit.Profiler(on_trace_ready=lambda p: None):
+                return launches.launch_loop(torch, x, n)
+
+    profiler_with_torch_integration()  # the hook's build and first use, not timed
+    return {"profkit GPU tracing": gpu_tracing_alone, "profkit Profiler + torch integration": profiler_with_torch_integration}
+
+
+def torch_profiler_configs(torch, x, n):
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def under_torch_profiler():
+        with profile(activities=activities):
+            return launches.launch_loop(torch, x, n)
+
+    under_torch_profiler()  # its first use, not timed
+    return {"torch.profiler": under_torch_profiler}
+
+
+def child(args):
+    """One process, one profiler: prints its overheads as one JSON line."""
+    torch, _C, _ = launches.require_gpu_tracing(False, SCRIPT)
+    n = args.launches
+    x = torch.zeros(1, device="cuda")
+    for _ in range(3):  # CUDA context, allocator
+        launches.launch_loop(torch, x, 1000)
+    configs = {"no profiler": lambda: launches.launch_loop(torch, x, n)}
+    if args.side == "profkit":
+        configs.update(profkit_configs(torch, _C, x, n))
+    else:
+        configs.update(torch_profiler_configs(torch, x, n))
+    times = launches.take_turns(configs, args.rounds)
+    figures = {name: launches.overhead_ns_per_launch(times, name, n) for name in configs if name != "no profiler"}
+    figures["no profiler"] = statistics.median(times["no profiler"]) / n * 1e9
+    print(json.dumps(figures))
+    return 0
+
+
+def run_child(args, side):
+    command = [sys.executable, os.path.abspath(__file__), "--side", side,
+               "--launches", str(args.launches), "--rounds", str(args.rounds)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"{SCRIPT}: the {side} process failed (exit status {done.returncode}); its output is above")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    args = parse_args()
+    if args.side is not None:
+        return child(args)
+    torch, _, reason = launches.require_gpu_tracing(args.smoke, SCRIPT)
+    device = torch.cuda.get_device_name()
+    per_process = {}
+    for pair in range(args.pairs):
+        order = SIDES if pair % 2 == 0 else SIDES[::-1]
+        for side in order:
+            for name, ns in run_child(args, side).items():
+                key = name if name != "no profiler" else f"no profiler, {side} processes"
+                per_process.setdefault(key, []).append(ns)
+    medians = {name: statistics.median(values) for name, values in per_process.items()}
+    print(f"device: {device}, torch {torch.__version__}, {reason}")
+    print(f"{args.pairs} pairs of processes, {args.rounds} rounds x {args.launches} launches in each")
+    for name, values in per_process.items():
+        what = "ns a launch" if name.startswith("no profiler") else "ns a launch over no profiler"
+        print(f"  {name}: median {medians[name]:.0f} {what} (processes: {', '.join(f'{v:.0f}' for v in values)})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "torch": torch.__version__, "profkit_gpu": reason, "pairs": args.pairs,
+                       "rounds": args.rounds, "launches": args.launches, "per_process_ns": per_process,
+                       "median_ns": medians}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
