@@ -124,7 +124,11 @@ def main():
     for pair in range(args.pairs):
         order = SIDES if pair % 2 == 0 else SIDES[::-1]
         for side in order:
-            for name, ns in run_child(args, side).items():
+            figures = run_child(args, side)
+            # As it comes: a run cut short still leaves its processes' figures.
+            print(f"pair {pair + 1}, {side}: " + ", ".join(f"{name} {ns:.0f} ns" for name, ns in figures.items()),
+                  flush=True)
+            for name, ns in figures.items():
                 key = name if name != "no profiler" else f"no profiler, {side} processes"
                 per_process.setdefault(key, []).append(ns)
     medians = {name: statistics.median(values) for name, values in per_process.items()}
