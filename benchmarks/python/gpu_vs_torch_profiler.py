@@ -19,7 +19,9 @@
 profkit runs first: torch.profiler (Kineto) keeps CUPTI attached after its
 first use, and only one CUPTI subscriber may trace a process at a time. So
 torch.profiler's rounds come after profkit's, each with its own runs without
-a profiler.
+a profiler. Those runs pay for Kineto's lasting attach too (1.8-4.8 us a
+launch on an H200), which torch.profiler's figure here thus leaves out;
+gpu_launch_overhead_processes.py sets each profiler against a fresh process.
 
 With --smoke, or where there is no CUDA GPU, no PyTorch, or no profkit GPU
 tracing, it prints one line saying why it skipped and exits 0.
