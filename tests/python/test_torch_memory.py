@@ -248,3 +248,28 @@ def test_a_training_runs_chrome_json_loads_as_the_same_result(pk_torch, tmp_path
     assert np.array_equal(loaded.memory_events, live.memory_events) and len(live.memory_events) > 0
     views = list(SummaryView)
     assert loaded.summary(views=views, op_detail=True) == live.summary(views=views, op_detail=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (scripts/gpu_checks.sh runs it on one)")
+def test_cuda_caching_allocator_blocks_are_memory_events_of_their_gpu(pk_torch, tmp_path):
+    pk_torch.enable()
+    torch.cuda.synchronize()
+
+    def allocate_and_free_on_the_gpu():
+        block = torch.empty(1 << 20, device="cuda")
+        address = block.data_ptr()
+        del block
+        return address
+
+    result, address = in_window(allocate_and_free_on_the_gpu, profile_memory=True)
+    block = events_at(result, address)
+    assert list(block["bytes"]) == [BLOCK_BYTES, -BLOCK_BYTES]
+    assert list(block["device"]) == [torch.cuda.current_device()] * 2
+    (table,) = result.summary_data(views=SummaryView.MemoryView).values()
+    devices = [row[0] for row, level in zip(table.rows, table.levels) if level == 0]
+    assert f"GPU {torch.cuda.current_device()}" in devices, devices
+    path = tmp_path / "memory.trace.json"
+    result.export_chrome_tracing(str(path))
+    with open(path) as f:
+        counters = {e["name"] for e in json.load(f)["traceEvents"] if e["ph"] == "C"}
+    assert f"Memory (GPU {torch.cuda.current_device()})" in counters, counters
