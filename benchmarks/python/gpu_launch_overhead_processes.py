@@ -75,7 +75,10 @@ def profkit_configs(torch, _C, x, n):
                 return launches.launch_loop(torch, x, n)
 
     profiler_with_torch_integration()  # the hook's build and first use, not timed
-    return {"profkit GPU tracing": gpu_tracing_alone, "profkit Profiler + torch integration": profiler_with_torch_integration}
+    return {
+        "profkit GPU tracing": gpu_tracing_alone,
+        "profkit Profiler + torch integration": profiler_with_torch_integration,
+    }
 
 
 def torch_profiler_configs(torch, x, n):
@@ -109,7 +112,8 @@ def child(args):
     profilers = [name for name in configs if name != "no profiler"]
     figures = {name: launches.overhead_ns_per_launch(times, name, n) for name in profilers}
     for name in profilers:  # what the profiler costs against a process that never used it
-        figures[f"{name}, over the runs before its first use"] = (statistics.median(times[name]) - before_first_use) / n * 1e9
+        over_fresh = statistics.median(times[name]) - before_first_use
+        figures[f"{name}, over the runs before its first use"] = over_fresh / n * 1e9
     figures["no profiler"] = statistics.median(times["no profiler"]) / n * 1e9
     figures["no profiler, before the first use"] = before_first_use / n * 1e9
     print(json.dumps(figures))
