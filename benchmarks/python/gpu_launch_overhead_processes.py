@@ -53,45 +53,22 @@ def parse_args():
 
 
 def profkit_configs(torch, _C, x, n):
-    import profkit
-    from profkit.integrations import torch as pk_torch
-
     def gpu_tracing_alone():
-        _C.set_gpu_tracing(True)
-        launches.arm(_C)
-        launches.launch_loop(torch, x, 100)  # arming's first launches, not timed
-        _C.set_state(launches.RECORD)
-        seconds = launches.launch_loop(torch, x, n)
-        _C.set_state(launches.CLOSED)
-        seen = launches.kernels_in_profkit_result(_C.collect())[0]
-        _C.set_gpu_tracing(False)
+        seconds, seen = launches.launch_loop_traced(torch, _C, x, n)
         if seen != n:
             raise RuntimeError(f"profkit saw {seen} of {n} kernels")
         return seconds
 
-    def profiler_with_torch_integration():
-        with pk_torch.enable():
-            with profkit.Profiler(on_trace_ready=lambda p: None):
-                return launches.launch_loop(torch, x, n)
-
-    profiler_with_torch_integration()  # the hook's build and first use, not timed
+    launches.launch_loop_under_profkit(torch, x, n)  # the hook's build and first use, not timed
     return {
         "profkit GPU tracing": gpu_tracing_alone,
-        "profkit Profiler + torch integration": profiler_with_torch_integration,
+        "profkit Profiler + torch integration": lambda: launches.launch_loop_under_profkit(torch, x, n)[0],
     }
 
 
 def torch_profiler_configs(torch, x, n):
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-
-    def under_torch_profiler():
-        with profile(activities=activities):
-            return launches.launch_loop(torch, x, n)
-
-    under_torch_profiler()  # its first use, not timed
-    return {"torch.profiler": under_torch_profiler}
+    launches.launch_loop_under_torch_profiler(torch, x, n)  # its first use, not timed
+    return {"torch.profiler": lambda: launches.launch_loop_under_torch_profiler(torch, x, n)}
 
 
 def child(args):

@@ -99,6 +99,40 @@ def launch_loop(torch, x, n):
     return time.perf_counter() - start
 
 
+def launch_loop_traced(torch, _C, x, n, driver=""):
+    """The launch loop under profkit's GPU tracing alone, through the engine
+    ($PROFKIT_CUPTI_DRIVER as `driver` while it arms): (seconds, kernels seen)."""
+    _C.set_gpu_tracing(True)
+    arm(_C, driver)
+    launch_loop(torch, x, 100)  # arming's first launches, not timed
+    _C.set_state(RECORD)
+    seconds = launch_loop(torch, x, n)
+    _C.set_state(CLOSED)
+    seen = kernels_in_profkit_result(_C.collect())[0]
+    _C.set_gpu_tracing(False)
+    return seconds, seen
+
+
+def launch_loop_under_profkit(torch, x, n):
+    """The launch loop under a profkit.Profiler with the PyTorch integration on,
+    as users run it: (seconds, kernels seen)."""
+    import profkit
+    from profkit.integrations import torch as pk_torch
+
+    with pk_torch.enable():
+        with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+            seconds = launch_loop(torch, x, n)
+    return seconds, kernels_in_profkit_result(prof.profiler_result.raw)[0]
+
+
+def launch_loop_under_torch_profiler(torch, x, n):
+    """The launch loop under torch.profiler (CPU + CUDA activities): seconds."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        return launch_loop(torch, x, n)
+
+
 def take_turns(configs, rounds):
     """Runs each configuration once per round, the order rotating from round
     to round; returns each one's times."""
@@ -210,34 +244,24 @@ def profkit_rounds(torch, x, n, rounds, step, steps):
 
     seen = {"GPU tracing": [], "GPU tracing, no driver calls": [], "Profiler": []}
 
-    def gpu_tracing_alone(driver="", seen_as="GPU tracing"):
-        _C.set_gpu_tracing(True)
-        arm(_C, driver)
-        launch_loop(torch, x, 100)  # arming's first launches, not timed
-        _C.set_state(RECORD)
-        seconds = launch_loop(torch, x, n)
-        _C.set_state(CLOSED)
-        seen[seen_as].append(kernels_in_profkit_result(_C.collect())[0])
-        _C.set_gpu_tracing(False)
-        return seconds
-
-    def profiler_with_torch_integration():
-        with pk_torch.enable():
-            with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
-                seconds = launch_loop(torch, x, n)
-        seen["Profiler"].append(kernels_in_profkit_result(prof.profiler_result.raw)[0])
+    def counted(seen_as, run):
+        seconds, kernels = run()
+        seen[seen_as].append(kernels)
         return seconds
 
     configs = {
         "no profiler": lambda: launch_loop(torch, x, n),
-        "profkit GPU tracing": gpu_tracing_alone,
+        "profkit GPU tracing": lambda: counted("GPU tracing", lambda: launch_loop_traced(torch, _C, x, n)),
         # What asking CUPTI for the driver's launch calls costs (on CUDA 13.0
         # they wrote no record: BENCHMARKS.md, "GPU tracing").
-        "profkit GPU tracing, no driver calls": lambda: gpu_tracing_alone("0", "GPU tracing, no driver calls"),
-        "profkit Profiler + torch integration": profiler_with_torch_integration,
+        "profkit GPU tracing, no driver calls": lambda: counted(
+            "GPU tracing, no driver calls", lambda: launch_loop_traced(torch, _C, x, n, driver="0")
+        ),
+        "profkit Profiler + torch integration": lambda: counted(
+            "Profiler", lambda: launch_loop_under_profkit(torch, x, n)
+        ),
     }
-    profiler_with_torch_integration()  # the hook's build and first use, not timed
-    seen["Profiler"].clear()
+    launch_loop_under_profkit(torch, x, n)  # the hook's build and first use, not timed
     times = take_turns(configs, rounds)
 
     _C.set_gpu_tracing(True)
@@ -256,16 +280,13 @@ def profkit_rounds(torch, x, n, rounds, step, steps):
 def torch_profiler_rounds(torch, x, n, rounds, step, steps):
     from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-
-    def under_torch_profiler():
-        with profile(activities=activities):
-            return launch_loop(torch, x, n)
-
-    with profile(activities=activities):
-        launch_loop(torch, x, 1000)  # its first use, not timed
-    times = take_turns({"no profiler": lambda: launch_loop(torch, x, n), "torch.profiler": under_torch_profiler}, rounds)
-    with profile(activities=activities) as prof:
+    launch_loop_under_torch_profiler(torch, x, 1000)  # its first use, not timed
+    configs = {
+        "no profiler": lambda: launch_loop(torch, x, n),
+        "torch.profiler": lambda: launch_loop_under_torch_profiler(torch, x, n),
+    }
+    times = take_turns(configs, rounds)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run_steps(torch, step, steps)
     return times, torch_trace(prof)
 
