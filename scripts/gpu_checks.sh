@@ -82,7 +82,7 @@ python3 -c 'import pytest_timeout' 2>/dev/null && extra+=(--timeout=300)
 # pytest-benchmark, where installed, warns under xdist, and our warnings are errors.
 python3 -c 'import pytest_benchmark' 2>/dev/null && extra+=(-p no:benchmark)
 # shellcheck disable=SC2086  # PYTEST_ARGS is a list of options
-run_step 420 pytest python3 -m pytest -q -p no:cacheprovider "${extra[@]}" ${PYTEST_ARGS:-} tests/python
+run_step 420 pytest python3 -m pytest -q -rs -p no:cacheprovider "${extra[@]}" ${PYTEST_ARGS:-} tests/python
 
 step "done: $failed step(s) failed"
 exit "$failed"
