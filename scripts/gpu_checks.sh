@@ -66,7 +66,8 @@ run_step 120 gpu_trace_test "$build/tests/cuda/gpu_trace_test" "$out"
 
 step "2. beside torch.profiler"
 run_step 180 cupti_settings_cost python3 benchmarks/python/cupti_settings_cost.py
-run_step 300 gpu_launch_overhead_processes python3 benchmarks/python/gpu_launch_overhead_processes.py --json "$out/launch_overhead_processes.json"
+run_step 300 gpu_launch_overhead_processes python3 benchmarks/python/gpu_launch_overhead_processes.py \
+  --json "$out/launch_overhead_processes.json"
 run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
 
 step "3. the README's main job on the GPU"
