@@ -86,10 +86,14 @@ std::string cupti_failure_reason(const char* what, CUptiResult result, const std
   std::string out = std::string(what) + " failed with " + result_name;
   switch (result) {
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      // torch.profiler is the usual one, and "stop it" does not help there:
+      // Kineto stays subscribed after its window unless told to let go.
       return out +
              ": another CUPTI subscriber is already attached to this process (Nsight Systems or Nsight Compute, "
-             "torch.profiler/Kineto, or another profiler); only one may trace at a time, so stop the other one or "
-             "profile without GPU tracing";
+             "torch.profiler/Kineto, or another profiler); only one may trace at a time. torch.profiler stays "
+             "attached for the rest of the process once used, even after it stops, unless TEARDOWN_CUPTI=1 was set "
+             "before its first use. Profile with profkit in a process that has not run torch.profiler, stop the "
+             "other profiler, or profile without GPU tracing";
     case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
     case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
       return out +

@@ -233,6 +233,7 @@ TEST(GpuProbe, CuptiFailuresNameTheirCause) {
   EXPECT_NE(multiple.find("cuptiSubscribe failed"), std::string::npos);
   EXPECT_NE(multiple.find("another CUPTI subscriber"), std::string::npos);
   EXPECT_NE(multiple.find("Nsight"), std::string::npos);
+  EXPECT_NE(multiple.find("TEARDOWN_CUPTI=1"), std::string::npos);  // what lets torch.profiler go
   const std::string privileges =
       cupti_failure_reason("cuptiActivityEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "PRIVILEGES");
   EXPECT_NE(privileges.find("insufficient privileges"), std::string::npos);
