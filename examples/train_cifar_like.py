@@ -12,6 +12,7 @@ ui.perfetto.dev or chrome://tracing) and as a .pktrace file.
     python examples/train_cifar_like.py --slow-data 2 --workers 0   # the case study: data loading dominates
     python examples/train_cifar_like.py --slow-data 2 --workers 2   # ... and with workers it drops
     python examples/train_cifar_like.py --profile-memory  # also every allocation: the Memory summary
+    python examples/train_cifar_like.py --with-flops      # also FLOPs: a column of the Operator summary
 
 ``--slow-data MS`` makes each sample take MS milliseconds to load, like
 decoding images on the fly.
@@ -85,6 +86,9 @@ def parse_args(argv=None):
     p.add_argument(
         "--profile-memory", action="store_true", help="record torch's allocations and frees (adds the Memory summary)"
     )
+    p.add_argument(
+        "--with-flops", action="store_true", help="count convolutions' and matrix products' FLOPs (Operator summary)"
+    )
     return p.parse_args(argv)
 
 
@@ -107,7 +111,9 @@ def train(args):
         binary(prof)
 
     print(f"training a small CNN on {device} (DataLoader workers: {args.workers}), profiling steps 3-13 ...")
-    with pk_torch.enable(record_shapes=args.record_shapes, profile_memory=args.profile_memory):
+    with pk_torch.enable(
+        record_shapes=args.record_shapes, profile_memory=args.profile_memory, with_flops=args.with_flops
+    ):
         prof = profkit.Profiler(scheduler=(3, 14), on_trace_ready=on_trace_ready)
         prof.start()
         try:

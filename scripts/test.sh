@@ -60,6 +60,8 @@ for b in benchmarks/python/*.py; do
 done
 python3 benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --workload mlp >/dev/null
 echo "ok  benchmarks/python/vs_torch_profiler.py --profile-memory"
+python3 benchmarks/python/vs_torch_profiler.py --smoke --with-flops --workload cnn >/dev/null
+echo "ok  benchmarks/python/vs_torch_profiler.py --with-flops"
 
 step "clang-format"
 git ls-files '*.c' '*.cpp' '*.h' '*.cu' | xargs clang-format --dry-run --Werror

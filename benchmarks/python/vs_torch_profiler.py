@@ -38,6 +38,7 @@ the size; export >= 10x faster.
 
     python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--floor] [--json F]
     python benchmarks/python/vs_torch_profiler.py --profile-memory   # both also record every allocation
+    python benchmarks/python/vs_torch_profiler.py --with-flops       # both also count FLOPs
     python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
 
 Without PyTorch it prints why it skipped and exits 0.
@@ -76,6 +77,11 @@ def parse_args():
         "--profile-memory",
         action="store_true",
         help="both profilers also record torch's allocations and frees (profile_memory=True)",
+    )
+    p.add_argument(
+        "--with-flops",
+        action="store_true",
+        help="both profilers also count operators' FLOPs (with_flops=True)",
     )
     p.add_argument(
         "--floor",
@@ -167,10 +173,11 @@ def run_baseline(run):
     return statistics.median(run(lambda: None)), None
 
 
-def run_torch_profiler(torch, run, out_dir, profile_memory=False):
+def run_torch_profiler(torch, run, out_dir, **options):
+    """One round under torch.profiler; ``options`` (profile_memory, with_flops) go to it."""
     from torch.profiler import ProfilerActivity, profile
 
-    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=profile_memory)
+    prof = profile(activities=[ProfilerActivity.CPU], **options)
     prof.start()
     times = run(prof.step)
     t0 = time.perf_counter()
@@ -188,8 +195,9 @@ def run_torch_profiler(torch, run, out_dir, profile_memory=False):
     }
 
 
-def run_profkit(pk_torch, profkit, run, out_dir, profile_memory=False):
-    prof = profkit.Profiler(on_trace_ready=lambda p: None, profile_memory=profile_memory)
+def run_profkit(pk_torch, profkit, run, out_dir, **options):
+    """One round under profkit; ``options`` (profile_memory, with_flops) go to its Profiler."""
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, **options)
     with contextlib.redirect_stdout(io.StringIO()):  # the Perf Summary
         prof.start()
         times = run(prof.step)
@@ -327,10 +335,10 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
     run = make_workload(torch, kind, args.steps)
     for _ in range(2):  # warm-up: allocator, oneDNN primitives, both profilers' first use
         run(lambda: None)
-    memory = args.profile_memory
-    run_torch_profiler(torch, run, out_dir, memory)
+    options = {"profile_memory": args.profile_memory, "with_flops": args.with_flops}
+    run_torch_profiler(torch, run, out_dir, **options)
     pk_torch.enable(backend=args.backend)
-    run_profkit(pk_torch, profkit, run, out_dir, memory)
+    run_profkit(pk_torch, profkit, run, out_dir, **options)
     pk_torch.disable()
 
     names = ("baseline", "torch.profiler", "profkit", "profkit idle")
@@ -349,11 +357,11 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
             if name == "baseline":
                 step, detail = run_baseline(run)
             elif name == "torch.profiler":
-                step, detail = run_torch_profiler(torch, run, out_dir, memory)
+                step, detail = run_torch_profiler(torch, run, out_dir, **options)
             elif name == "profkit":
                 pk_torch.enable(backend=args.backend)
                 try:
-                    step, detail = run_profkit(pk_torch, profkit, run, out_dir, memory)
+                    step, detail = run_profkit(pk_torch, profkit, run, out_dir, **options)
                 finally:
                     pk_torch.disable()
             elif name == "empty callback":
@@ -388,7 +396,8 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
 
     figures = {
         "workload": kind,
-        "profile_memory": memory,
+        "profile_memory": args.profile_memory,
+        "with_flops": args.with_flops,
         "steps_per_round": args.steps,
         "rounds": args.rounds,
         "step_ms": {name: med[name] * 1e3 for name in names},
@@ -425,8 +434,8 @@ def ratio_interval(profkit_overheads, torch_overheads, resamples=2000, seed=0):
 def report(f, verbose=False):
     tp, pk = f["torch.profiler"], f["profkit"]
     ov = f["overhead_ms"]
-    memory = ", profile_memory" if f["profile_memory"] else ""
-    print(f"== {f['workload']}{memory}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
+    options = "".join(f", {name}" for name in ("profile_memory", "with_flops") if f.get(name))
+    print(f"== {f['workload']}{options}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
     print(f"step time: baseline {f['step_ms']['baseline']:.3f} ms")
     if verbose:
         for name, values in f["step_ms_per_round"].items():

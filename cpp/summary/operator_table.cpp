@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "summary/call_table.h"
 
 namespace profkit {
 
 namespace {
+
+constexpr std::string_view kFlopsKey = "flops";
 
 bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
 
@@ -18,7 +21,37 @@ uint64_t child_key(uint32_t parent, uint32_t name) noexcept { return (static_cas
 OperatorTable::OperatorTable(const SummaryContext& context)
     : context_(context),
       device_names_(context.result->strings),
-      operator_slots_(context.result->strings.size(), context.options.thread_sep) {}
+      operator_slots_(context.result->strings.size(), context.options.thread_sep) {
+  const Result& result = *context.result;
+  if (result.event_args.size() == 0) return;
+  for (uint32_t id = 0; id < result.strings.size(); ++id) {
+    if (result.strings.view(id) == kFlopsKey) flops_keys_.push_back(id);
+  }
+  if (flops_keys_.empty()) return;
+  for (const pk_event_arg& arg : result.event_args) {
+    if (is_flops(arg)) {
+      has_flops_ = true;
+      break;
+    }
+  }
+}
+
+bool OperatorTable::is_flops(const pk_event_arg& arg) const {
+  return arg.kind == PK_ARG_INT && std::find(flops_keys_.begin(), flops_keys_.end(), arg.key) != flops_keys_.end();
+}
+
+bool OperatorTable::flops_of(uint64_t event, int64_t* flops) const {
+  const Column<pk_event_arg>& args = context_.result->event_args;
+  const pk_event_arg* it =
+      std::lower_bound(args.begin(), args.end(), event, [](const pk_event_arg& a, uint64_t e) { return a.event < e; });
+  for (; it != args.end() && it->event == event; ++it) {
+    if (is_flops(*it)) {
+      *flops = it->value;
+      return true;
+    }
+  }
+  return false;
+}
 
 void OperatorTable::begin_thread(size_t thread) {
   operator_slots_.begin_thread();
@@ -61,12 +94,18 @@ void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   const size_t position = stack.size();
   const pk_host_event& e = context_.result->host_events[closed.index];
   const uint64_t cpu = duration_ns(e.start_ns, e.end_ns);
+  int64_t flops = 0;
+  const bool counted = has_flops_ && flops_of(closed.index, &flops) && flops >= 0;
   for (uint32_t row : {operator_at_[position], inner_at_[position]}) {
     if (row == kNone) continue;
     CallStats& s = rows_[row].stats;
     ++s.calls;
     s.cpu.add(cpu);
     s.gpu.add(closed.gpu_ns);
+    if (counted) {
+      rows_[row].flops += static_cast<uint64_t>(flops);
+      rows_[row].has_flops = true;
+    }
   }
 }
 
@@ -106,6 +145,7 @@ SummaryTable OperatorTable::table() {
   t.has_device_data = context_.has_device_data;
   t.nested = context_.options.op_detail;
   const CallColumns columns = add_call_columns(t, context_.options.thread_sep);
+  const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kCount) : 0;
   if (rows_.empty()) {
     t.empty_reason = "no Operator events recorded";
     return t;
@@ -133,6 +173,7 @@ SummaryTable OperatorTable::table() {
     SummaryRow& row = t.add_row(std::string(label(rows_[i])), level);
     fill_call_row(row, columns, rows_[i].stats, thread_id(*context_.result, rows_[i].thread), cpu_denominator,
                   gpu_denominator);
+    if (has_flops_ && rows_[i].has_flops) row.values[flops_column] = static_cast<double>(rows_[i].flops);
   };
   auto emit_devices = [&](uint32_t parent, uint32_t level) {
     std::vector<uint32_t>& list = device[parent];
@@ -166,6 +207,11 @@ SummaryTable OperatorTable::table() {
   }
   t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ")" +
                     (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
+  if (has_flops_) {
+    t.notes.push_back(
+        "FLOPs = the floating-point operations of each call's \"flops\" argument, summed (with_flops: "
+        "matrix products, convolutions, mul and add; \"-\" where none was counted).");
+  }
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   const uint64_t unattached = context_.result->info.unattached_device_records;
   if (unattached > 0) t.notes.push_back(unattached_note(unattached));

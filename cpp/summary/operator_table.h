@@ -12,6 +12,10 @@
 // So the rows under an operator split its GPU time without counting any
 // work twice. GPU work is named as in the Kernel table.
 //
+// When some Operator event carries an integer "flops" argument (the PyTorch
+// integration's with_flops), a FLOPs column follows: the sum over a row's
+// calls of their "flops"; "-" for rows none of whose calls has one.
+//
 // Thread-safety: a walk visitor, then a table() call.
 #pragma once
 
@@ -48,11 +52,16 @@ class OperatorTable : public HostEventVisitor {
     uint32_t parent;  // row index, kNone for operator rows
     RowKind kind;
     CallStats stats;
+    uint64_t flops = 0;
+    bool has_flops = false;
   };
 
   uint32_t operator_row(uint32_t name);
   uint32_t child_row(uint32_t parent, uint32_t name, RowKind kind);
   std::string_view label(const Row& row) const;
+  bool is_flops(const pk_event_arg& arg) const;
+  // The "flops" argument of host event `event`, if it has one.
+  bool flops_of(uint64_t event, int64_t* flops) const;
 
   const SummaryContext& context_;
   DeviceNames device_names_;
@@ -65,7 +74,9 @@ class OperatorTable : public HostEventVisitor {
   std::vector<uint32_t> operator_at_;
   std::vector<uint32_t> inner_at_;
   uint32_t thread_ = 0;
-  uint64_t untimed_ = 0;  // GPU records without timestamps under some operator
+  uint64_t untimed_ = 0;              // GPU records without timestamps under some operator
+  std::vector<uint32_t> flops_keys_;  // string ids of "flops" (a merged Result may hold several)
+  bool has_flops_ = false;            // some event carries an integer "flops"
 };
 
 }  // namespace profkit

@@ -79,19 +79,9 @@ def check_on_trace_ready(on_trace_ready: Any) -> None:
         )
 
 
-def warn_unsupported(with_flops: bool, emit_nvtx: bool, custom_device_types: Optional[Iterable[str]]) -> List[str]:
+def warn_unsupported(emit_nvtx: bool, custom_device_types: Optional[Iterable[str]]) -> List[str]:
     """Warns about each option that is set but not supported; returns
     custom_device_types as a list (kept for ``prof.custom_device_types``)."""
-    if with_flops:
-        # paddle.profiler prints a FLOPs table in summary() for it; nothing
-        # here computes FLOPs, so say so rather than leave the table missing
-        # without a word.
-        warnings.warn(
-            "profkit: with_flops is not supported (no FLOPs are computed; summary() has no FLOPs table) "
-            "and is ignored",
-            ProfilerWarning,
-            stacklevel=_CALLER_OF_INIT,
-        )
     if emit_nvtx:
         warnings.warn("profkit: emit_nvtx is not supported and is ignored", ProfilerWarning, stacklevel=_CALLER_OF_INIT)
     if isinstance(custom_device_types, str):

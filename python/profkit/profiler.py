@@ -221,14 +221,15 @@ class Profiler:
             window ends; ``prof.profiler_result`` is that window. Default:
             ``export_chrome_tracing("./profiler_log/")``.
         timer_only: only time the steps (benchmark mode); record nothing.
-        record_shapes, profile_memory: kept for framework integrations to
-            read (``prof.record_shapes``...); the engine records what
-            integrations send it. profkit.integrations.torch reads
-            record_shapes (operators' input shapes) and profile_memory
-            (torch's allocations and frees).
-        with_flops, emit_nvtx, custom_device_types: not supported; a
-            ProfilerWarning says so when set (``prof.with_flops`` keeps the
-            value).
+        record_shapes, profile_memory, with_flops: kept for framework
+            integrations to read (``prof.record_shapes``...); the engine
+            records what integrations send it. profkit.integrations.torch
+            reads record_shapes (operators' input shapes), profile_memory
+            (torch's allocations and frees) and with_flops (the FLOPs of
+            matrix products, convolutions, mul and add: a FLOPs column in
+            the Operator summary).
+        emit_nvtx, custom_device_types: not supported; a ProfilerWarning
+            says so when set (``prof.custom_device_types`` keeps the value).
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
             is longer (default 10, as paddle.profiler).
         memory_cap: bytes the engine may use for recorded events, at least
@@ -263,7 +264,7 @@ class Profiler:
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_flops = bool(with_flops)
-        self.custom_device_types = warn_unsupported(self.with_flops, emit_nvtx, custom_device_types)
+        self.custom_device_types = warn_unsupported(emit_nvtx, custom_device_types)
         #: The number of the step in progress.
         self.step_num = 0
         #: The state of the step in progress, and of the one before it.

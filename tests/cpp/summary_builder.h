@@ -32,6 +32,15 @@ class TraceBuilder {
     builder_.add_event(builder_.thread(tid), {start, end, name(text), static_cast<uint8_t>(type), 0, 0});
     return *this;
   }
+  // An argument of the event that starts at `start` on thread `tid` (added before).
+  TraceBuilder& arg(uint64_t tid, uint64_t start, const std::string& key, int64_t value) {
+    builder_.add_arg(builder_.thread(tid), start, 0, name(key), PK_ARG_INT, value);
+    return *this;
+  }
+  TraceBuilder& arg(uint64_t tid, uint64_t start, const std::string& key, const std::string& text) {
+    builder_.add_arg(builder_.thread(tid), start, 0, name(key), PK_ARG_STRING, name(text));
+    return *this;
+  }
   TraceBuilder& step(uint64_t tid, uint64_t number, uint64_t start, uint64_t end) {
     return event(tid, "ProfileStep#" + std::to_string(number), PK_EVENT_PROFILE_STEP, start, end);
   }

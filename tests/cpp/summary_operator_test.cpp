@@ -272,3 +272,58 @@ TEST(SummaryOperator, GpuRecordsWithoutTimingAreCallsNotZeroTimesUnderOperators)
 }
 
 }  // namespace
+
+namespace {
+
+// conv2d [5,500) with 1000 FLOPs, nesting convolution [10,400) (no count);
+// a second conv2d [600,700) with 24; relu [800,900), with only a string
+// argument named "flops" (not a count).
+std::unique_ptr<profkit::Result> operators_with_flops() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::conv2d", PK_EVENT_OPERATOR, 5, 500).arg(1, 5, "flops", int64_t{1000});
+  b.event(1, "aten::convolution", PK_EVENT_OPERATOR, 10, 400);
+  b.event(1, "aten::conv2d", PK_EVENT_OPERATOR, 600, 700).arg(1, 600, "flops", int64_t{24});
+  b.event(1, "aten::relu", PK_EVENT_OPERATOR, 800, 900).arg(1, 800, "flops", std::string("many"));
+  return b.build();
+}
+
+}  // namespace
+
+TEST(SummaryOperator, FlopsArgumentsAddUpInAFlopsColumn) {
+  auto r = operators_with_flops();
+  for (const bool detail : {false, true}) {
+    SummaryOptions options;
+    options.op_detail = detail;
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, options);
+    const int column = t.find_column("FLOPs");
+    ASSERT_GT(column, 0);
+    auto flops_of = [&](const std::string& label, uint32_t level) {
+      for (const profkit::SummaryRow& row : t.rows) {
+        if (row.label == label && row.level == level) return row.values[static_cast<size_t>(column - 1)];
+      }
+      ADD_FAILURE() << "no row " << label << " at level " << level;
+      return 0.0;
+    };
+    EXPECT_EQ(flops_of("aten::conv2d", 0), 1024.0);  // both calls
+    EXPECT_TRUE(std::isnan(flops_of("aten::convolution", 0)));
+    EXPECT_TRUE(std::isnan(flops_of("aten::relu", 0)));  // a string is no count
+    if (detail) {
+      EXPECT_TRUE(std::isnan(flops_of("aten::convolution", 1)));
+    }
+    bool noted = false;
+    for (const std::string& note : t.notes) noted = noted || note.rfind("FLOPs = ", 0) == 0;
+    EXPECT_TRUE(noted);
+  }
+}
+
+TEST(SummaryOperator, NoFlopsColumnWithoutFlopsArguments) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::relu", PK_EVENT_OPERATOR, 800, 900).arg(1, 800, "flops", std::string("many"));
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 100, 200).arg(1, 100, "bytes", int64_t{7});
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(t.find_column("FLOPs"), -1);
+  for (const std::string& note : t.notes) EXPECT_EQ(note.find("FLOPs"), std::string::npos) << note;
+}

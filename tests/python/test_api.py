@@ -126,11 +126,10 @@ def test_warnings_about_the_profilers_arguments_name_the_line_that_made_it(monke
         warnings.simplefilter("always")
         profkit.Profiler(
             targets=[profkit.ProfilerTarget.XPU, profkit.ProfilerTarget.GPU],
-            with_flops=True,
             emit_nvtx=True,
             custom_device_types="npu",
         )
     messages = [str(w.message) for w in caught]
-    assert len(messages) == 5, messages  # XPU, the GPU, with_flops, emit_nvtx, custom devices
+    assert len(messages) == 4, messages  # XPU, the GPU, emit_nvtx, custom devices
     assert "cannot trace XPU" in messages[0] and "GPU profiling is not available" in messages[1]
     assert {w.filename for w in caught} == {__file__}

@@ -32,8 +32,9 @@
 // observing it makes torch demangle the node's C++ type name once more per
 // node (with an empty callback, about a quarter of the cost torch's
 // RecordFunction adds to a training step). USER_SCOPE -- record_function
-// ranges (on_range_start below). Input shapes are only gathered when asked
-// for (needsInputs is off otherwise, so torch does not even copy the inputs).
+// ranges (on_range_start below). Input shapes and FLOPs (_torch_flops.h) are
+// only gathered when asked for (needsInputs is off otherwise, so torch does
+// not even copy the inputs).
 //
 // Which threads: by default the callback is registered thread-locally on
 // the thread that opens the window (the one driving the Profiler), and torch
@@ -58,6 +59,7 @@
 #include <profkit/profkit.h>
 
 #include "_torch_call_ranges.h"
+#include "_torch_flops.h"
 #include "_torch_memory.h"
 #include "_torch_op_names.h"
 #include "_torch_thread_writers.h"
@@ -82,9 +84,14 @@ at::CallbackHandle g_callback = 0;  // registered with torch while armed
 bool g_callback_global = false;     // g_callback is global (else on g_callback_thread's TLS)
 pthread_t g_callback_thread{};      // the thread arm() ran on
 uint64_t g_listener = 0;            // profkit state listener while installed
-bool g_want_shapes = false;         // what the next arm() asks torch for
+bool g_want_shapes = false;         // what the next arm() asks torch for: input shapes
+bool g_want_flops = false;          // ... and FLOPs
 bool g_want_all_threads = false;    // what the next arm() registers: global or thread-local
 std::atomic<pk_name_id> g_shapes_key{0};
+std::atomic<pk_name_id> g_flops_key{0};
+// What on_start_with_inputs attaches; set by arm() before it registers.
+std::atomic<bool> g_attach_shapes{false};
+std::atomic<bool> g_attach_flops{false};
 
 void append_int(std::string& out, int64_t value) {
   char digits[24];
@@ -206,8 +213,9 @@ PK_HOOK_HOT inline void end_operator(const at::RecordFunction& fn) {
   pk_end_event();
 }
 
-// Two start callbacks, one per record_shapes setting, so that the common one
-// reads no flag per operator; arm() registers the one asked for.
+// Two start callbacks, so that the common one reads no flag per operator:
+// on_start, and on_start_with_inputs when shapes or FLOPs are asked for (it
+// needs torch to keep the inputs); arm() registers the one asked for.
 PK_HOOK_COLD void on_start_outside_window();
 
 PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -224,7 +232,7 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFuncti
   return nullptr;
 }
 
-PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::RecordFunction& fn) {
+PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_inputs(const at::RecordFunction& fn) {
   const uint32_t window = __atomic_load_n(&pk_recording_word, __ATOMIC_RELAXED);
   if (__builtin_expect(window == 0, 0)) {
     on_start_outside_window();
@@ -234,10 +242,16 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_shapes(const at::
     on_range_start(fn);
     return nullptr;
   }
-  // The writer's open event is the engine's innermost one: the argument
-  // attaches to it whichever way it began.
+  // The writer's open event is the engine's innermost one: the arguments
+  // attach to it whichever way it began.
   begin_operator(fn, window, operator_name_id(fn));
-  pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
+  if (g_attach_shapes.load(std::memory_order_relaxed)) {
+    pk_event_arg_str(g_shapes_key.load(std::memory_order_relaxed), input_shapes(fn));
+  }
+  if (g_attach_flops.load(std::memory_order_relaxed)) {
+    const int64_t flops = profkit_torch::operator_flops(fn);
+    if (flops >= 0) pk_event_arg_int(g_flops_key.load(std::memory_order_relaxed), flops);
+  }
   return nullptr;
 }
 
@@ -252,7 +266,7 @@ PK_HOOK_HOT void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 // ---- registration ------------------------------------------------------------------
 bool is_ours(const at::RecordFunctionCallbacksEntry& entry) {
   const auto start = entry.callback_.start();
-  return start == on_start || start == on_start_with_shapes;
+  return start == on_start || start == on_start_with_inputs;
 }
 
 // Takes every callback of ours off the calling thread's TLS list; the number
@@ -287,8 +301,11 @@ PK_HOOK_COLD void on_start_outside_window() { remove_thread_local_callbacks(); }
 // Both under g_mutex.
 void arm() {
   if (g_callback != 0) return;
-  const auto callback = at::RecordFunctionCallback(g_want_shapes ? on_start_with_shapes : on_start, on_end)
-                            .needsInputs(g_want_shapes)
+  const bool inputs = g_want_shapes || g_want_flops;
+  g_attach_shapes.store(g_want_shapes, std::memory_order_relaxed);
+  g_attach_flops.store(g_want_flops, std::memory_order_relaxed);
+  const auto callback = at::RecordFunctionCallback(inputs ? on_start_with_inputs : on_start, on_end)
+                            .needsInputs(inputs)
                             .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE});
   remove_thread_local_callbacks();  // one left here would record every operator twice
   g_callback_global = g_want_all_threads;
@@ -355,12 +372,14 @@ PyObject* install(PyObject*, PyObject*) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_listener != 0) Py_RETURN_FALSE;
-    const pk_name_id key = pk_intern("input_shapes");
-    if (key == 0) {
+    const pk_name_id shapes_key = pk_intern("input_shapes");
+    const pk_name_id flops_key = pk_intern("flops");
+    if (shapes_key == 0 || flops_key == 0) {
       PyErr_Format(PyExc_MemoryError, "profkit torch hook: cannot intern a name: %s", pk_last_error());
       return nullptr;
     }
-    g_shapes_key.store(key, std::memory_order_relaxed);
+    g_shapes_key.store(shapes_key, std::memory_order_relaxed);
+    g_flops_key.store(flops_key, std::memory_order_relaxed);
     try {
       profkit_torch::watch_operator_registrations();
     } catch (const std::exception& e) {
@@ -410,6 +429,16 @@ PyObject* set_record_shapes(PyObject*, PyObject* arg) {
   g_want_shapes = want != 0;
   // armed now: torch must learn that inputs are needed
   if (g_callback != 0 && !rearm()) return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject* set_with_flops(PyObject*, PyObject* arg) {
+  const int want = PyObject_IsTrue(arg);
+  if (want < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_want_flops == (want != 0)) Py_RETURN_NONE;
+  g_want_flops = want != 0;
+  if (g_callback != 0 && !rearm()) return nullptr;  // armed now: torch must learn that inputs are needed
   Py_RETURN_NONE;
 }
 
@@ -502,6 +531,8 @@ PyMethodDef kMethods[] = {
     {"uninstall", uninstall, METH_NOARGS, "uninstall(): stop following profkit's state and remove the torch callback"},
     {"set_record_shapes", set_record_shapes, METH_O,
      "set_record_shapes(flag): attach operators' input shapes (from the next window, or now if recording)"},
+    {"set_with_flops", set_with_flops, METH_O,
+     "set_with_flops(flag): attach the FLOPs of matrix products, convolutions, mul and add (_torch_flops.h)"},
     {"memory_window", memory_window, METH_O,
      "memory_window(flag) -> bool: report torch's allocations and frees on this thread (True), or stop; False when "
      "torch's own profiler holds this thread, so nothing can be reported"},

@@ -49,12 +49,14 @@ _HERE = Path(__file__).parent
 SOURCES = [
     _HERE / "_torch_hook.cpp",
     _HERE / "_torch_call_ranges.cpp",
+    _HERE / "_torch_flops.cpp",
     _HERE / "_torch_memory.cpp",
     _HERE / "_torch_op_names.cpp",
     _HERE / "_torch_thread_writers.cpp",
 ]
 HEADERS = [
     _HERE / "_torch_call_ranges.h",
+    _HERE / "_torch_flops.h",
     _HERE / "_torch_memory.h",
     _HERE / "_torch_op_names.h",
     _HERE / "_torch_thread_writers.h",
@@ -86,7 +88,7 @@ class NativeBuildError(RuntimeError):
 class NativeHook(NamedTuple):
     """A loaded native hook."""
 
-    module: ModuleType  # install / uninstall / set_record_shapes / memory_window / installed / armed
+    module: ModuleType  # install / uninstall / set_record_shapes / set_with_flops / memory_window / installed / armed
     path: Path  # the binary that was loaded
     built: bool  # True when this call compiled it (False: taken from the cache)
     build_seconds: float

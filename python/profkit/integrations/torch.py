@@ -19,7 +19,9 @@ Once enabled, every recording window gets:
   including those autograd runs during backward, each inside the autograd
   engine's range for its node (``autograd::engine::evaluate_function:
   AddmmBackward0``), nested as they ran; with ``record_shapes`` each
-  carries an ``input_shapes`` argument (``"[[3], [64, 10], [10, 3], [], []]"``);
+  carries an ``input_shapes`` argument (``"[[3], [64, 10], [10, 3], [], []]"``),
+  and with ``with_flops`` a ``flops`` argument on matrix products,
+  convolutions, ``mul`` and ``add`` (a FLOPs column in the Operator summary);
 - with ``profile_memory``, a memory event for every allocation and free by
   torch's allocators on the thread driving the Profiler (and the autograd
   work it runs): the Memory summary, and memory counters in the Chrome trace;
@@ -88,6 +90,7 @@ _BACKEND_ENV = "PROFKIT_TORCH_BACKEND"
 
 class _Options(NamedTuple):
     record_shapes: Optional[bool]
+    with_flops: Optional[bool]
     profile_memory: Optional[bool]
     backend: str  # as asked: one of BACKENDS
     all_threads: bool
@@ -199,6 +202,7 @@ class _Enabled:
 def enable(
     *,
     record_shapes: Optional[bool] = None,
+    with_flops: Optional[bool] = None,
     profile_memory: Optional[bool] = None,
     backend: str = "auto",
     all_threads: bool = False,
@@ -208,6 +212,11 @@ def enable(
     Args:
         record_shapes: attach input shapes to operators. None (default):
             follow each Profiler's ``record_shapes``.
+        with_flops: attach the FLOPs of matrix products (mm, addmm, bmm,
+            baddbmm), convolutions (conv1d/2d/3d), mul and add to those
+            operators, as torch.profiler's with_flops counts them (native
+            hook only). None (default): follow each Profiler's
+            ``with_flops``.
         profile_memory: record torch's allocations and frees (native hook
             only). None (default): follow each Profiler's ``profile_memory``.
         backend: "auto" (default; ``$PROFKIT_TORCH_BACKEND`` may pick),
@@ -231,14 +240,18 @@ def enable(
         RuntimeError: torch is older than 2.3, or backend="native" and the
             hook cannot be built or loaded.
     """
-    for name, value in (("record_shapes", record_shapes), ("profile_memory", profile_memory)):
+    for name, value in (
+        ("record_shapes", record_shapes),
+        ("with_flops", with_flops),
+        ("profile_memory", profile_memory),
+    ):
         if value is not None and not isinstance(value, bool):
             raise TypeError(f"profkit.integrations.torch.enable(): {name} must be a bool or None, not {value!r}")
     if not isinstance(all_threads, bool):
         raise TypeError(f"profkit.integrations.torch.enable(): all_threads must be a bool, not {all_threads!r}")
     chosen = _resolve_backend(backend)
     torch = _import_torch("enable")
-    return _apply(torch, _Options(record_shapes, profile_memory, backend, all_threads), chosen)
+    return _apply(torch, _Options(record_shapes, with_flops, profile_memory, backend, all_threads), chosen)
 
 
 def disable() -> None:
@@ -373,15 +386,24 @@ def _follow_window(integration: _Integration, profiler: Any, state: Optional[Pro
     """Puts the window-only hooks in the shape ``state`` needs (default: the engine's state now)."""
     recording = _C.is_recording() if state is None else state.is_recording
     shapes = _option(integration, profiler, "record_shapes")
+    flops = _option(integration, profiler, "with_flops")
     memory = recording and _option(integration, profiler, "profile_memory")
     if integration.native is not None:
         integration.native.set_record_shapes(shapes)  # read when the callback is armed
+        integration.native.set_with_flops(flops)
         integration.native.set_all_threads(integration.options.all_threads)
-    elif integration.options.all_threads:
-        integration.warn_once(
-            "profkit: all_threads needs the native PyTorch hook; the pure-Python fallback in use records the "
-            f"operators of the thread driving the Profiler only ({_native_failure or 'backend=python was asked for'})"
-        )
+    else:
+        if integration.options.all_threads:
+            integration.warn_once(
+                "profkit: all_threads needs the native PyTorch hook; the pure-Python fallback in use records the "
+                "operators of the thread driving the Profiler only "
+                f"({_native_failure or 'backend=python was asked for'})"
+            )
+        if flops and recording:
+            integration.warn_once(
+                "profkit: with_flops needs the native PyTorch hook; the pure-Python fallback in use counts no "
+                f"FLOPs ({_native_failure or 'backend=python was asked for'})"
+            )
     if integration.memory is not None:
         integration.memory.follow(memory)
     elif memory:
