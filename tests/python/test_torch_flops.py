@@ -4,9 +4,7 @@ torch.profiler's own with_flops (the same workload, the same operators) and
 torch.utils.flop_counter.FlopCounterMode are the reference counts.
 """
 
-import importlib.util
 import json
-import os
 
 import pytest
 
@@ -14,6 +12,8 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 
 import profkit  # noqa: E402
 from profkit import ProfilerWarning, SummaryView  # noqa: E402
+
+from torch_helpers import load_example  # noqa: E402
 
 nn = torch.nn
 
@@ -157,11 +157,7 @@ def test_enable_refuses_a_with_flops_that_is_not_a_bool(pk_torch):
 
 
 def test_the_example_counts_flops_when_asked(pk_torch, tmp_path, capsys):
-    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(examples, "train_cifar_like.py"))
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    example.main(["--steps", "5", "--device", "cpu", "--with-flops", "--out", str(tmp_path)])
+    load_example().main(["--steps", "5", "--device", "cpu", "--with-flops", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     operators = out[out.index("Operator Summary") :]
     header = next(line for line in operators.splitlines() if line.startswith("Name"))

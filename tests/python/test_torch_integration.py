@@ -1,10 +1,9 @@
 """profkit.integrations.torch with the native hook: what a window records, and what it leaves alone."""
 
 import collections
-import importlib.util
+import importlib
 import inspect
 import multiprocessing
-import os
 import platform
 import re
 import threading
@@ -21,6 +20,7 @@ from torch_helpers import (  # noqa: E402
     enclosing_names,
     enclosing_types,
     events_of,
+    load_example,
     make_loader,
     names_of_type,
     run_in_fork,
@@ -36,7 +36,6 @@ OPTIMIZATION = int(TracerEventType.Optimization)
 DATALOADER = int(TracerEventType.Dataloader)
 PROFILE_STEP = int(TracerEventType.ProfileStep)
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
 # ---- what gets recorded ------------------------------------------------------------
@@ -833,13 +832,6 @@ def test_a_process_forked_while_recording_can_enable_the_integration_for_itself(
 
 
 # ---- the guide's case study --------------------------------------------------------------------
-def load_example():
-    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def dataloader_share(example, tmp_path, workers):
     # 2 ms a sample, 64 ms a batch: several times the small CNN's step on a
     # fast machine, and still more than its forward or backward pass on one

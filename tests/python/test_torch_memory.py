@@ -1,8 +1,6 @@
 """profile_memory with the PyTorch integration: torch's allocations and frees as memory events."""
 
-import importlib.util
 import json
-import os
 import threading
 import warnings
 
@@ -14,9 +12,8 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 import profkit  # noqa: E402
 from profkit import SummaryView, TracerEventType  # noqa: E402
 
-from torch_helpers import events_of, make_loader, train  # noqa: E402
+from torch_helpers import events_of, load_example, make_loader, train  # noqa: E402
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 BLOCK_BYTES = 4 << 20  # torch.empty(1 << 20) of float32
 
 
@@ -176,10 +173,7 @@ def test_dataloader_workers_forked_in_a_memory_window_run_unreported(pk_torch):
 
 
 def test_the_example_prints_the_memory_summary_when_asked(pk_torch, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    example.main(["--steps", "5", "--device", "cpu", "--profile-memory", "--out", str(tmp_path)])
+    load_example().main(["--steps", "5", "--device", "cpu", "--profile-memory", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     memory = out[out.index("Memory Summary"):]
     assert "CPU" in memory.splitlines()[4]  # the first row, under the title, rules and header

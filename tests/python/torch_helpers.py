@@ -1,5 +1,6 @@
 """A tiny PyTorch training loop under profkit, and ways to look at what it recorded (for the torch tests)."""
 
+import importlib.util
 import os
 
 import pytest
@@ -107,3 +108,14 @@ def run_in_fork(child_work, limit=1000):
     report = os.read(read, limit).decode()
     os.close(read)
     return status, report
+
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def load_example():
+    """examples/train_cifar_like.py as a module (its main(argv) runs it)."""
+    spec = importlib.util.spec_from_file_location("train_cifar_like", os.path.join(EXAMPLES, "train_cifar_like.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
