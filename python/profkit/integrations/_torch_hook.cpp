@@ -421,36 +421,22 @@ PyObject* uninstall(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-PyObject* set_record_shapes(PyObject*, PyObject* arg) {
+// Sets one of the choices arm() reads (g_want_*) from a Python truth value.
+// When armed, registers the callback again, so that torch learns the change
+// now (whether it must keep inputs; which kind of callback).
+PyObject* set_arm_choice(PyObject* arg, bool* choice) {
   const int want = PyObject_IsTrue(arg);
   if (want < 0) return nullptr;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_want_shapes == (want != 0)) Py_RETURN_NONE;
-  g_want_shapes = want != 0;
-  // armed now: torch must learn that inputs are needed
+  if (*choice == (want != 0)) Py_RETURN_NONE;
+  *choice = want != 0;
   if (g_callback != 0 && !rearm()) return nullptr;
   Py_RETURN_NONE;
 }
 
-PyObject* set_with_flops(PyObject*, PyObject* arg) {
-  const int want = PyObject_IsTrue(arg);
-  if (want < 0) return nullptr;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_want_flops == (want != 0)) Py_RETURN_NONE;
-  g_want_flops = want != 0;
-  if (g_callback != 0 && !rearm()) return nullptr;  // armed now: torch must learn that inputs are needed
-  Py_RETURN_NONE;
-}
-
-PyObject* set_all_threads(PyObject*, PyObject* arg) {
-  const int want = PyObject_IsTrue(arg);
-  if (want < 0) return nullptr;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_want_all_threads == (want != 0)) Py_RETURN_NONE;
-  g_want_all_threads = want != 0;
-  if (g_callback != 0 && !rearm()) return nullptr;  // armed now: register the other kind
-  Py_RETURN_NONE;
-}
+PyObject* set_record_shapes(PyObject*, PyObject* arg) { return set_arm_choice(arg, &g_want_shapes); }
+PyObject* set_with_flops(PyObject*, PyObject* arg) { return set_arm_choice(arg, &g_want_flops); }
+PyObject* set_all_threads(PyObject*, PyObject* arg) { return set_arm_choice(arg, &g_want_all_threads); }
 
 // Allocations and frees as memory events, from the calling thread (the one
 // driving the Profiler) while a window asks for them; see _torch_memory.h.
