@@ -24,6 +24,8 @@ std::string_view kind_name(ColumnKind kind) noexcept {
       return "bytes";
     case ColumnKind::kId:
       return "id";
+    case ColumnKind::kFlops:
+      return "flops";
   }
   return "count";
 }

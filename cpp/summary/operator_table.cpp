@@ -145,7 +145,7 @@ SummaryTable OperatorTable::table() {
   t.has_device_data = context_.has_device_data;
   t.nested = context_.options.op_detail;
   const CallColumns columns = add_call_columns(t, context_.options.thread_sep);
-  const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kCount) : 0;
+  const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kFlops) : 0;
   if (rows_.empty()) {
     t.empty_reason = "no Operator events recorded";
     return t;

@@ -4,7 +4,7 @@
 // The first column is the row label (a name, an event type, a device); every
 // other cell is a number whose meaning the column's kind gives: times are ns
 // (converted to the chosen unit only when rendered), ratios are percent,
-// counts and bytes are whole numbers. A missing value (a CPU time of a GPU
+// counts, bytes and FLOPs are whole numbers. A missing value (a CPU time of a GPU
 // kernel, a ratio whose denominator is 0) is NaN and shows as "-" / null.
 //
 // Thread-safety: plain data. Ownership: values.
@@ -21,7 +21,8 @@
 namespace profkit {
 
 // kId: a number that names something (a thread id), shown as an integer.
-enum class ColumnKind : uint8_t { kLabel, kCount, kTime, kPercent, kBytes, kId };
+// kFlops: floating-point operations, shown with a decimal prefix (1.23 G).
+enum class ColumnKind : uint8_t { kLabel, kCount, kTime, kPercent, kBytes, kId, kFlops };
 
 struct SummaryColumn {
   std::string name;  // "CPU Total", "Calls", "Ratio (%)"

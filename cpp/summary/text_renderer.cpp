@@ -49,6 +49,18 @@ std::string format_bytes(double bytes) {
   return format_fixed(bytes) + " " + kUnits[unit];
 }
 
+// Decimal prefixes, as FLOP counts are quoted: "442.37 K", "1.20 T".
+std::string format_flops(double flops) {
+  static constexpr const char* kPrefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  size_t prefix = 0;
+  while (flops >= 1000.0 && prefix + 1 < sizeof kPrefixes / sizeof kPrefixes[0]) {
+    flops /= 1000.0;
+    ++prefix;
+  }
+  if (prefix == 0) return std::to_string(static_cast<uint64_t>(flops));
+  return format_fixed(flops) + " " + kPrefixes[prefix];
+}
+
 void pad_to(std::string& line, size_t width_before, size_t target) {
   if (target > width_before) line.append(target - width_before, ' ');
 }
@@ -116,6 +128,8 @@ std::string format_value(double value, ColumnKind kind, TimeUnit unit) {
       return format_fixed(value);
     case ColumnKind::kBytes:
       return format_bytes(value);
+    case ColumnKind::kFlops:
+      return format_flops(value);
     case ColumnKind::kCount:
     case ColumnKind::kId:
     case ColumnKind::kLabel:

@@ -52,7 +52,7 @@ class SummaryTable:
     ``columns[0]`` is the row label (a name, an event type, a device); the
     other cells are numbers whose meaning ``kinds`` gives: ``"time"`` in
     ``time_unit``, ``"percent"``, ``"count"``, ``"bytes"``, ``"id"`` (a
-    thread id). A missing value (the CPU time of a GPU kernel, a ratio with
+    thread id), ``"flops"`` (floating-point operations). A missing value (the CPU time of a GPU kernel, a ratio with
     nothing to divide by) is ``None``. In nested tables (``nested``) each
     row's ``levels`` entry says how deep it sits under the rows above it.
     A table with no rows says why in ``empty_reason``.
@@ -91,7 +91,7 @@ class SummaryTable:
         frame = pd.DataFrame(rows, columns=list(self.columns))
         for column, kind in zip(self.columns[1:], self.kinds[1:]):
             frame[column] = pd.to_numeric(frame[column])
-            if kind in ("count", "bytes", "id") and not frame[column].isna().any():
+            if kind in ("count", "bytes", "id", "flops") and not frame[column].isna().any():
                 frame[column] = frame[column].astype("int64")
         if self.nested:
             frame.insert(1, "Level", pd.Series(self.levels, dtype="int64"))

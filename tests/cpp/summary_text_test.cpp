@@ -325,6 +325,9 @@ TEST(SummaryText, FormatValue) {
   EXPECT_EQ(format_value(512, ColumnKind::kBytes, ms), "512 B");
   EXPECT_EQ(format_value(1536, ColumnKind::kBytes, ms), "1.50 KiB");
   EXPECT_EQ(format_value(3.0 * (1ull << 30), ColumnKind::kBytes, ms), "3.00 GiB");
+  EXPECT_EQ(format_value(999, ColumnKind::kFlops, ms), "999");
+  EXPECT_EQ(format_value(442368, ColumnKind::kFlops, ms), "442.37 K");
+  EXPECT_EQ(format_value(1.2e12, ColumnKind::kFlops, ms), "1.20 T");
   EXPECT_EQ(profkit::fit_label("abcdef", 5), "ab...");
   EXPECT_EQ(profkit::fit_label("abc", 5), "abc");
   EXPECT_EQ(profkit::fit_label("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", 5), "\xC3\xA9\xC3\xA9...");
