@@ -6,6 +6,7 @@ torch.utils.flop_counter.FlopCounterMode are the reference counts.
 
 import json
 import re
+import warnings
 
 import pytest
 
@@ -149,11 +150,29 @@ def test_flops_and_shapes_together(pk_torch):
     assert args[("aten::mm", "input_shapes")] == "[[2, 3], [3, 4]]"
 
 
-def test_the_python_fallback_says_it_counts_no_flops(pk_torch):
+def test_the_python_fallback_counts_what_flop_counter_mode_counts(pk_torch):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    conv, x = nn.Conv2d(3, 4, 3, stride=2), torch.randn(2, 3, 9, 9)
+    a, b = torch.randn(5, 6), torch.randn(6, 7)
+
+    def work():
+        conv(x)
+        torch.mm(a, b)
+        torch.mul(a, a)
+
     pk_torch.enable(backend="python", with_flops=True)
-    with pytest.warns(ProfilerWarning, match="with_flops needs the native PyTorch hook"):
-        result = in_window(lambda: torch.mm(torch.randn(2, 2), torch.randn(2, 2)))
-    assert flops_by_operator(result) == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProfilerWarning)  # nothing to warn about: it counts
+        ours = flops_by_operator(in_window(work))
+    pk_torch.disable()
+    counter = FlopCounterMode(display=False)
+    with counter:
+        work()
+    expected = {"aten::" + str(op).split(".", 1)[1]: n for op, n in counter.get_flop_counts()["Global"].items()}
+    assert ours == expected
+    assert set(ours) == {"aten::convolution", "aten::mm"}  # as the dispatcher sees conv2d; no mul
 
 
 def test_enable_refuses_a_with_flops_that_is_not_a_bool(pk_torch):

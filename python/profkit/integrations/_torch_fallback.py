@@ -2,7 +2,9 @@
 
 A ``TorchDispatchMode`` pushed while a Profiler records turns every aten
 operator it sees into an Operator event named like RecordFunction's
-(``"aten::addmm"``), with the same ``input_shapes`` argument when asked.
+(``"aten::addmm"``), with the same ``input_shapes`` argument when asked,
+and with ``with_flops`` a ``flops`` argument on the operators that
+``torch.utils.flop_counter`` has a formula for.
 
 What differs from the native hook (``_torch_hook.cpp``):
 
@@ -19,6 +21,10 @@ What differs from the native hook (``_torch_hook.cpp``):
   of other threads;
 - it records no memory events: ``profile_memory`` needs the native hook's
   allocation reporter (the integration warns once when a window asks for it);
+- its FLOPs are torch.utils.flop_counter's (FlopCounterMode's): matrix
+  products, convolutions (as ``aten::convolution``, what conv2d decomposes
+  into) and their backward passes, attention; not ``mul`` or ``add``, which
+  the native hook counts as torch.profiler does;
 - a pushed dispatch mode changes a little of what torch does: backward
   accumulates a gradient reaching a tensor from several uses out of place
   (``aten::add``, where torch alone runs ``aten::add_``), and torch's
@@ -140,6 +146,16 @@ class _ModeStack:
                 self._push(mode)
 
 
+def _flop_formulas() -> Dict[Any, Callable[..., int]]:
+    """torch.utils.flop_counter's formulas by operator packet ({} where this
+    torch has none): each takes an operator's arguments and ``out_val``."""
+    try:
+        from torch.utils.flop_counter import flop_registry
+    except ImportError:
+        return {}
+    return dict(flop_registry)
+
+
 class OperatorRecorder:
     """Records aten operators through a TorchDispatchMode while a window is open."""
 
@@ -178,8 +194,21 @@ class OperatorRecorder:
         names: Dict[Any, int] = {}
         schemas: Dict[Any, Tuple[Tuple[str, bool], ...]] = {}
         shapes_key = _C.intern("input_shapes")
-        begin, end, arg = _C.begin_event, _C.end_event, _C.event_arg_str
+        flops_key = _C.intern("flops")
+        begin, end, arg, arg_int = _C.begin_event, _C.end_event, _C.event_arg_str, _C.event_arg_int
+        formulas = _flop_formulas()
         recorder = self
+
+        def call_counting_flops(func: Any, args: Any, kwargs: Any) -> Any:
+            formula = formulas.get(func._overloadpacket)
+            out = func(*args, **kwargs)
+            if formula is not None:
+                try:
+                    flops = int(formula(*args, **kwargs, out_val=out))
+                except Exception:  # a formula that does not fit these arguments: no count, the call stands
+                    return out
+                arg_int(flops_key, flops)
+            return out
 
         class ProfkitOperatorMode(TorchDispatchMode):
             #: False once its window closed: left on its thread's stack by a
@@ -208,6 +237,8 @@ class OperatorRecorder:
                         if schema is None:
                             schema = schemas[func] = tuple((a.name, a.kwarg_only) for a in func._schema.arguments)
                         arg(shapes_key, format_shapes(schema_inputs(schema, args, kwargs), tensor_type))
+                    if recorder.with_flops:
+                        return call_counting_flops(func, args, kwargs)
                     return func(*args, **kwargs)
                 finally:
                     end()
@@ -217,17 +248,20 @@ class OperatorRecorder:
         self._modes: Dict[int, Any] = {}  # thread ident -> our mode on that thread's stack
         self._live: Any = None  # the mode recording now, inside a window
         self.record_shapes = False
+        self.with_flops = False
 
     @property
     def active(self) -> bool:
         """Whether a mode records now (only inside windows)."""
         return self._live is not None
 
-    def window(self, recording: bool, record_shapes: Optional[bool] = None) -> None:
+    def window(self, recording: bool, record_shapes: Optional[bool] = None, with_flops: Optional[bool] = None) -> None:
         """Puts the mode on this thread's stack when a window opens and takes
         it off when it closes."""
         if record_shapes is not None:
             self.record_shapes = record_shapes
+        if with_flops is not None:
+            self.with_flops = with_flops
         if recording:
             if self._live is None:
                 self._live = self._mode_of_this_thread()

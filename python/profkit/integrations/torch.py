@@ -214,9 +214,9 @@ def enable(
             follow each Profiler's ``record_shapes``.
         with_flops: attach the FLOPs of matrix products (mm, addmm, bmm,
             baddbmm), convolutions (conv1d/2d/3d), mul and add to those
-            operators, as torch.profiler's with_flops counts them (native
-            hook only). None (default): follow each Profiler's
-            ``with_flops``.
+            operators, as torch.profiler's with_flops counts them (the
+            pure-Python fallback counts what torch.utils.flop_counter
+            does). None (default): follow each Profiler's ``with_flops``.
         profile_memory: record torch's allocations and frees (native hook
             only). None (default): follow each Profiler's ``profile_memory``.
         backend: "auto" (default; ``$PROFKIT_TORCH_BACKEND`` may pick),
@@ -392,18 +392,11 @@ def _follow_window(integration: _Integration, profiler: Any, state: Optional[Pro
         integration.native.set_record_shapes(shapes)  # read when the callback is armed
         integration.native.set_with_flops(flops)
         integration.native.set_all_threads(integration.options.all_threads)
-    else:
-        if integration.options.all_threads:
-            integration.warn_once(
-                "profkit: all_threads needs the native PyTorch hook; the pure-Python fallback in use records the "
-                "operators of the thread driving the Profiler only "
-                f"({_native_failure or 'backend=python was asked for'})"
-            )
-        if flops and recording:
-            integration.warn_once(
-                "profkit: with_flops needs the native PyTorch hook; the pure-Python fallback in use counts no "
-                f"FLOPs ({_native_failure or 'backend=python was asked for'})"
-            )
+    elif integration.options.all_threads:
+        integration.warn_once(
+            "profkit: all_threads needs the native PyTorch hook; the pure-Python fallback in use records the "
+            f"operators of the thread driving the Profiler only ({_native_failure or 'backend=python was asked for'})"
+        )
     if integration.memory is not None:
         integration.memory.follow(memory)
     elif memory:
@@ -412,7 +405,7 @@ def _follow_window(integration: _Integration, profiler: Any, state: Optional[Pro
             f"memory events ({_native_failure or 'backend=python was asked for'})"
         )
     if integration.fallback is not None:
-        integration.fallback.window(recording, shapes)
+        integration.fallback.window(recording, shapes, flops)
     integration.hooks.window(recording)
 
 
