@@ -209,8 +209,8 @@ SummaryTable OperatorTable::table() {
                     (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
   if (has_flops_) {
     t.notes.push_back(
-        "FLOPs = the floating-point operations of each call's \"flops\" argument, summed (with_flops: "
-        "matrix products, convolutions, mul and add; \"-\" where none was counted).");
+        "FLOPs = the sum of the calls' \"flops\" arguments, the floating-point operations a framework integration "
+        "counted (with_flops); \"-\" where none was counted.");
   }
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   const uint64_t unattached = context_.result->info.unattached_device_records;

@@ -13,8 +13,9 @@
 // work twice. GPU work is named as in the Kernel table.
 //
 // When some Operator event carries an integer "flops" argument (the PyTorch
-// integration's with_flops), a FLOPs column follows: the sum over a row's
-// calls of their "flops"; "-" for rows none of whose calls has one.
+// integration's with_flops; any framework hook may attach one through
+// pk_event_arg_int), a FLOPs column follows: the sum over a row's calls of
+// their "flops"; "-" for rows none of whose calls has one.
 //
 // Thread-safety: a walk visitor, then a table() call.
 #pragma once

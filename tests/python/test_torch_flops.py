@@ -108,6 +108,7 @@ def test_the_operator_summary_gets_a_flops_column_and_the_trace_keeps_them(pk_to
     result = in_window(mixed_workload())
     (table,) = result.summary_data(views=SummaryView.OperatorView, op_detail=False).values()
     rows = {row[0]: dict(zip(table.columns, row)) for row in table.rows}
+    assert table.kinds[table.columns.index("FLOPs")] == "flops"
     assert rows["aten::conv2d"]["FLOPs"] == 2 * 4 * 8 * 16 * 16 * 3 * 3 * 3
     assert rows["aten::mm"]["FLOPs"] == 2 * 5 * 6 * 7
     assert rows["aten::relu"]["FLOPs"] is None  # not counted: "-" in the text

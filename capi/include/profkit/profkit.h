@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 19
+#define PK_API_VERSION_MINOR 20
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -891,10 +891,13 @@ PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_opt
  *    "total_time_source":"ProfileStep"|"recorded span",
  *    "warnings":[".."],   (since 1.8: what the recording lost; empty if nothing)
  *    "tables":[{"view":"OverView","title":"Overview Summary",
- *               "columns":[..],"kinds":["label","count","time","percent","bytes","id"],
+ *               "columns":[..],"kinds":["label","count","time","percent","bytes","id","flops"],
  *               "nested":bool,"levels":[..],"rows":[[label, value, ..], ..],
  *               "notes":[..],"empty_reason":".."}, ..]}
  * Times are in the chosen unit, ratios in percent, missing values null.
+ * Since 1.20, the Operator table has a "FLOPs" column (kind "flops", whole
+ * floating-point operations) when some event carries an integer "flops"
+ * argument (pk_event_arg_int); the text shows it with a decimal prefix.
  * Ownership and errors as pk_result_summary_text. */
 PK_API pk_status pk_result_summary_json(const pk_result* r, const pk_summary_options* options, char** out_json,
                                         size_t* out_length) PK_NOEXCEPT;
