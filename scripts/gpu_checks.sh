@@ -9,7 +9,7 @@
 #      gpu_vs_torch_profiler.py (kernel counts and times, kernels tied to
 #      their operator, overhead per launch in one process);
 #   3. examples/train_cifar_like.py on CUDA (the README's main job), whose
-#      Kernel Summary must list kernels;
+#      Kernel Summary must list kernels, with --with-flops (a FLOPs column);
 #   4. every C++ test (ctest), now with a real driver and libcupti present;
 #   5. the Python tests, where every Profiler traces the GPU by default.
 # The measurements come before the long test suites, so that a lease that
@@ -71,8 +71,11 @@ run_step 300 gpu_launch_overhead_processes python3 benchmarks/python/gpu_launch_
 run_step 300 gpu_vs_torch_profiler python3 benchmarks/python/gpu_vs_torch_profiler.py --json "$out/gpu_vs_torch.json"
 
 step "3. the README's main job on the GPU"
-# The example trains on CUDA where it is present; its Kernel Summary must list kernels.
-run_step 300 example bash -c "set -o pipefail; python3 examples/train_cifar_like.py --device cuda --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' '$out/example.txt'"
+# The example trains on CUDA where it is present; its Kernel Summary must list
+# kernels, and with --with-flops its Operator Summary has the FLOPs column.
+run_step 300 example bash -c "set -o pipefail; python3 examples/train_cifar_like.py --device cuda --with-flops \
+  --out '$out/example' | tee '$out/example.txt' && ! grep -q 'Kernel Summary: no GPU kernels recorded' \
+  '$out/example.txt' && grep -q '^Name .*FLOPs\$' '$out/example.txt'"
 
 step "4. the C++ tests"
 run_step 180 ctest ctest --test-dir "$build" -j "$(nproc)" --output-on-failure
