@@ -173,7 +173,7 @@ SummaryTable OperatorTable::table() {
     SummaryRow& row = t.add_row(std::string(label(rows_[i])), level);
     fill_call_row(row, columns, rows_[i].stats, thread_id(*context_.result, rows_[i].thread), cpu_denominator,
                   gpu_denominator);
-    if (has_flops_ && rows_[i].has_flops) row.values[flops_column] = static_cast<double>(rows_[i].flops);
+    if (rows_[i].has_flops) row.values[flops_column] = static_cast<double>(rows_[i].flops);  // implies has_flops_
   };
   auto emit_devices = [&](uint32_t parent, uint32_t level) {
     std::vector<uint32_t>& list = device[parent];

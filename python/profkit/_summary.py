@@ -52,9 +52,10 @@ class SummaryTable:
     ``columns[0]`` is the row label (a name, an event type, a device); the
     other cells are numbers whose meaning ``kinds`` gives: ``"time"`` in
     ``time_unit``, ``"percent"``, ``"count"``, ``"bytes"``, ``"id"`` (a
-    thread id), ``"flops"`` (floating-point operations). A missing value (the CPU time of a GPU kernel, a ratio with
-    nothing to divide by) is ``None``. In nested tables (``nested``) each
-    row's ``levels`` entry says how deep it sits under the rows above it.
+    thread id), ``"flops"`` (floating-point operations). A missing value
+    (the CPU time of a GPU kernel, a ratio with nothing to divide by) is
+    ``None``. In nested tables (``nested``) each row's ``levels`` entry says
+    how deep it sits under the rows above it.
     A table with no rows says why in ``empty_reason``.
     """
 

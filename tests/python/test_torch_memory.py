@@ -17,9 +17,9 @@ from torch_helpers import events_of, load_example, make_loader, train  # noqa: E
 BLOCK_BYTES = 4 << 20  # torch.empty(1 << 20) of float32
 
 
-def allocate_and_free():
-    """Allocates a 4 MiB tensor and frees it; returns its address."""
-    block = torch.empty(1 << 20)
+def allocate_and_free(device="cpu"):
+    """Allocates a 4 MiB tensor on `device` and frees it; returns its address."""
+    block = torch.empty(1 << 20, device=device)
     address = block.data_ptr()
     del block
     return address
@@ -249,13 +249,7 @@ def test_cuda_caching_allocator_blocks_are_memory_events_of_their_gpu(pk_torch, 
     pk_torch.enable()
     torch.cuda.synchronize()
 
-    def allocate_and_free_on_the_gpu():
-        block = torch.empty(1 << 20, device="cuda")
-        address = block.data_ptr()
-        del block
-        return address
-
-    result, address = in_window(allocate_and_free_on_the_gpu, profile_memory=True)
+    result, address = in_window(lambda: allocate_and_free("cuda"), profile_memory=True)
     block = events_at(result, address)
     assert list(block["bytes"]) == [BLOCK_BYTES, -BLOCK_BYTES]
     assert list(block["device"]) == [torch.cuda.current_device()] * 2
