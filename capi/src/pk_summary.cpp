@@ -33,6 +33,7 @@ pk_summary_options defaults() {
   o.time_unit = PK_TIME_UNIT_MS;
   o.views = 0;
   o.row_limit = 0;
+  o.group_by_input_shape = 0;
   return o;
 }
 
@@ -40,15 +41,15 @@ pk_summary_options defaults() {
 // struct_size covers (an older caller's struct is shorter).
 profkit::SummaryOptions read_options(const pk_summary_options* options, const char* function) {
   using O = pk_summary_options;
-  const O given =
-      options == nullptr
-          ? defaults()
-          : profkit::read_versioned(*options, defaults(), function, "pk_summary_options",
-                                    {PK_FIELD_END(O, struct_size), PK_FIELD_END(O, sorted_by),
-                                     PK_FIELD_END(O, op_detail), PK_FIELD_END(O, thread_sep),
-                                     PK_FIELD_END(O, time_unit), PK_FIELD_END(O, views), PK_FIELD_END(O, row_limit)});
+  const O given = options == nullptr
+                      ? defaults()
+                      : profkit::read_versioned(
+                            *options, defaults(), function, "pk_summary_options",
+                            {PK_FIELD_END(O, struct_size), PK_FIELD_END(O, sorted_by), PK_FIELD_END(O, op_detail),
+                             PK_FIELD_END(O, thread_sep), PK_FIELD_END(O, time_unit), PK_FIELD_END(O, views),
+                             PK_FIELD_END(O, row_limit), PK_FIELD_END(O, group_by_input_shape)});
   return profkit::make_summary_options(given.sorted_by, given.op_detail != 0, given.thread_sep != 0, given.time_unit,
-                                       given.views, given.row_limit);
+                                       given.views, given.row_limit, given.group_by_input_shape != 0);
 }
 
 void hand_out(const std::string& text, char** out, size_t* out_length) {

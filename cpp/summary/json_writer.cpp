@@ -26,6 +26,8 @@ std::string_view kind_name(ColumnKind kind) noexcept {
       return "id";
     case ColumnKind::kFlops:
       return "flops";
+    case ColumnKind::kText:
+      return "text";
   }
   return "count";
 }
@@ -98,7 +100,13 @@ void append_table(std::string& out, const SummaryTable& t, double ns_per_unit) {
     out += json_quoted(row.label);
     for (size_t v = 0; v < row.values.size(); ++v) {
       out += ',';
-      append_value(out, row.values[v], t.columns[v + 1].kind, ns_per_unit);
+      const ColumnKind kind = t.columns[v + 1].kind;
+      if (kind != ColumnKind::kText) {
+        append_value(out, row.values[v], kind, ns_per_unit);
+      } else {
+        const std::string_view text = row.text(v);
+        out += text.empty() ? std::string("null") : json_quoted(text);
+      }
     }
     out += ']';
   }

@@ -11,10 +11,13 @@ namespace profkit {
 namespace {
 
 constexpr std::string_view kFlopsKey = "flops";
+constexpr std::string_view kShapesKey = "input_shapes";
 
 bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
 
-uint64_t child_key(uint32_t parent, uint32_t name) noexcept { return (static_cast<uint64_t>(parent) << 32) | name; }
+// (row << 32 | name) for rows under a row, (shapes << 32 | name) for grouped
+// operator rows.
+uint64_t pair_key(uint32_t high, uint32_t low) noexcept { return (static_cast<uint64_t>(high) << 32) | low; }
 
 }  // namespace
 
@@ -24,8 +27,10 @@ OperatorTable::OperatorTable(const SummaryContext& context)
       operator_slots_(context.result->strings.size(), context.options.thread_sep) {
   const Result& result = *context.result;
   if (result.event_args.size() == 0) return;
-  for (uint32_t id = 0; id < result.strings.size(); ++id) {
-    if (result.strings.view(id) == kFlopsKey) flops_keys_.push_back(id);
+  flops_keys_ = key_ids(kFlopsKey);
+  if (context.options.group_by_input_shape) {
+    shapes_keys_ = key_ids(kShapesKey);
+    canonical_shapes_.assign(result.strings.size(), kNone);
   }
   if (flops_keys_.empty()) return;
   for (const pk_event_arg& arg : result.event_args) {
@@ -36,15 +41,33 @@ OperatorTable::OperatorTable(const SummaryContext& context)
   }
 }
 
+std::vector<uint32_t> OperatorTable::key_ids(std::string_view key) const {
+  const StringTable& strings = context_.result->strings;
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id < strings.size(); ++id) {
+    if (strings.view(id) == key) ids.push_back(id);
+  }
+  return ids;
+}
+
 bool OperatorTable::is_flops(const pk_event_arg& arg) const {
   return arg.kind == PK_ARG_INT && std::find(flops_keys_.begin(), flops_keys_.end(), arg.key) != flops_keys_.end();
 }
 
+bool OperatorTable::is_shapes(const pk_event_arg& arg) const {
+  return arg.kind == PK_ARG_STRING && arg.value >= 0 && static_cast<uint64_t>(arg.value) < canonical_shapes_.size() &&
+         std::find(shapes_keys_.begin(), shapes_keys_.end(), arg.key) != shapes_keys_.end();
+}
+
+const pk_event_arg* OperatorTable::args_begin(uint64_t event) const {
+  const Column<pk_event_arg>& args = context_.result->event_args;
+  return std::lower_bound(args.begin(), args.end(), event,
+                          [](const pk_event_arg& a, uint64_t e) { return a.event < e; });
+}
+
 bool OperatorTable::flops_of(uint64_t event, int64_t* flops) const {
   const Column<pk_event_arg>& args = context_.result->event_args;
-  const pk_event_arg* it =
-      std::lower_bound(args.begin(), args.end(), event, [](const pk_event_arg& a, uint64_t e) { return a.event < e; });
-  for (; it != args.end() && it->event == event; ++it) {
+  for (const pk_event_arg* it = args_begin(event); it != args.end() && it->event == event; ++it) {
     if (is_flops(*it)) {
       *flops = it->value;
       return true;
@@ -53,24 +76,49 @@ bool OperatorTable::flops_of(uint64_t event, int64_t* flops) const {
   return false;
 }
 
-void OperatorTable::begin_thread(size_t thread) {
-  operator_slots_.begin_thread();
-  if (context_.options.thread_sep) thread_ = static_cast<uint32_t>(thread);
+uint32_t OperatorTable::shapes_of(uint64_t event) {
+  if (shapes_keys_.empty()) return kNone;
+  const Column<pk_event_arg>& args = context_.result->event_args;
+  for (const pk_event_arg* it = args_begin(event); it != args.end() && it->event == event; ++it) {
+    if (!is_shapes(*it)) continue;
+    const auto id = static_cast<uint32_t>(it->value);
+    uint32_t& canonical = canonical_shapes_[id];
+    if (canonical == kNone)
+      canonical = shapes_by_text_.try_emplace(context_.result->strings.view(id), id).first->second;
+    return canonical;
+  }
+  return kNone;
 }
 
-uint32_t OperatorTable::operator_row(uint32_t name) {
-  uint32_t& slot = operator_slots_.slot(name);
-  if (slot == kNone) {
-    slot = static_cast<uint32_t>(rows_.size());
-    rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}});
+void OperatorTable::begin_thread(size_t thread) {
+  operator_slots_.begin_thread();
+  if (context_.options.thread_sep) {
+    thread_ = static_cast<uint32_t>(thread);
+    shaped_rows_ = FlatIndex();
   }
-  return slot;
+}
+
+uint32_t OperatorTable::operator_row(uint32_t name, uint64_t event) {
+  const uint32_t shapes = shapes_of(event);
+  if (shapes == kNone) {
+    uint32_t& slot = operator_slots_.slot(name);
+    if (slot == kNone) {
+      slot = static_cast<uint32_t>(rows_.size());
+      rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}});
+    }
+    return slot;
+  }
+  has_shapes_ = true;
+  const auto next = static_cast<uint32_t>(rows_.size());
+  const uint32_t row = shaped_rows_.find_or_insert(pair_key(shapes, name), next);
+  if (row == next) rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}, shapes});
+  return row;
 }
 
 uint32_t OperatorTable::child_row(uint32_t parent, uint32_t name, RowKind kind) {
   FlatIndex& index = kind == RowKind::kDevice ? device_rows_ : inner_rows_;
   const auto next = static_cast<uint32_t>(rows_.size());
-  const uint32_t row = index.find_or_insert(child_key(parent, name), next);
+  const uint32_t row = index.find_or_insert(pair_key(parent, name), next);
   if (row == next) rows_.push_back({rows_[parent].thread, name, parent, kind, {}});
   return row;
 }
@@ -82,7 +130,7 @@ void OperatorTable::on_open(const OpenStack& stack) {
     inner_at_.resize(position + 1, kNone);
   }
   const pk_host_event& e = context_.result->host_events[stack[position].index];
-  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name) : kNone;
+  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name, stack[position].index) : kNone;
   inner_at_[position] = kNone;
   const uint32_t enclosing = stack[position].nearest_op;
   if (context_.options.op_detail && enclosing != kNoPosition && operator_at_[enclosing] != kNone) {
@@ -146,6 +194,8 @@ SummaryTable OperatorTable::table() {
   t.nested = context_.options.op_detail;
   const CallColumns columns = add_call_columns(t, context_.options.thread_sep);
   const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kFlops) : 0;
+  const bool grouped = context_.options.group_by_input_shape;
+  const size_t shapes_column = grouped ? t.add_column("Input Shapes", ColumnKind::kText) : 0;
   if (rows_.empty()) {
     t.empty_reason = "no Operator events recorded";
     return t;
@@ -174,6 +224,9 @@ SummaryTable OperatorTable::table() {
     fill_call_row(row, columns, rows_[i].stats, thread_id(*context_.result, rows_[i].thread), cpu_denominator,
                   gpu_denominator);
     if (rows_[i].has_flops) row.values[flops_column] = static_cast<double>(rows_[i].flops);  // implies has_flops_
+    if (rows_[i].shapes != kNone) {                                                          // implies grouped
+      row.set_text(shapes_column, std::string(context_.result->strings.view(rows_[i].shapes)));
+    }
   };
   auto emit_devices = [&](uint32_t parent, uint32_t level) {
     std::vector<uint32_t>& list = device[parent];
@@ -211,6 +264,12 @@ SummaryTable OperatorTable::table() {
     t.notes.push_back(
         "FLOPs = the sum of the calls' \"flops\" arguments, the floating-point operations a framework integration "
         "counted (with_flops); \"-\" where none was counted.");
+  }
+  if (grouped) {
+    t.notes.push_back(has_shapes_ ? "One row per operator and input shapes (group_by_input_shape); \"-\": calls "
+                                    "without recorded shapes, and the rows under an operator."
+                                  : "group_by_input_shape: no operator has recorded input shapes; record them "
+                                    "with record_shapes=True (or an \"input_shapes\" argument from the framework).");
   }
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   const uint64_t unattached = context_.result->info.unattached_device_records;

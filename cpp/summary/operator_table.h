@@ -12,6 +12,12 @@
 // So the rows under an operator split its GPU time without counting any
 // work twice. GPU work is named as in the Kernel table.
 //
+// With group_by_input_shape, operator rows are per name and input shapes --
+// the string argument "input_shapes" (the PyTorch integration's
+// record_shapes; any framework hook may attach one through pk_event_arg_str)
+// -- and an "Input Shapes" column shows them; calls without one share a row
+// per name, whose cell is missing. Rows under an operator are not split.
+//
 // When some Operator event carries an integer "flops" argument (the PyTorch
 // integration's with_flops; any framework hook may attach one through
 // pk_event_arg_int), a FLOPs column follows: the sum over a row's calls of
@@ -21,6 +27,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "summary/call_stats.h"
@@ -53,11 +61,20 @@ class OperatorTable : public HostEventVisitor {
     uint32_t parent;  // row index, kNone for operator rows
     RowKind kind;
     CallStats stats;
+    uint32_t shapes = kNone;  // string id of the input shapes (grouped operator rows)
     uint64_t flops = 0;
     bool has_flops = false;
   };
 
-  uint32_t operator_row(uint32_t name);
+  uint32_t operator_row(uint32_t name, uint64_t event);
+  // The string ids of the arguments named `key`.
+  std::vector<uint32_t> key_ids(std::string_view key) const;
+  // The arguments of host event `event` (args are sorted by event).
+  const pk_event_arg* args_begin(uint64_t event) const;
+  bool is_shapes(const pk_event_arg& arg) const;
+  // The input shapes of `event` as the string id of the first entry with the
+  // same text (a loaded or merged Result may repeat one); kNone if it has none.
+  uint32_t shapes_of(uint64_t event);
   uint32_t child_row(uint32_t parent, uint32_t name, RowKind kind);
   std::string_view label(const Row& row) const;
   bool is_flops(const pk_event_arg& arg) const;
@@ -78,6 +95,15 @@ class OperatorTable : public HostEventVisitor {
   uint64_t untimed_ = 0;              // GPU records without timestamps under some operator
   std::vector<uint32_t> flops_keys_;  // string ids of "flops" (a merged Result may hold several)
   bool has_flops_ = false;            // some event carries an integer "flops"
+  // group_by_input_shape: grouped operator rows by (shapes << 32 | name),
+  // fresh for each thread group; the string ids of "input_shapes"; each
+  // shapes string id's canonical id (kNone until seen) and the canonical ids
+  // by text.
+  FlatIndex shaped_rows_;
+  std::vector<uint32_t> shapes_keys_;
+  std::vector<uint32_t> canonical_shapes_;
+  std::unordered_map<std::string_view, uint32_t> shapes_by_text_;
+  bool has_shapes_ = false;  // some operator row has input shapes
 };
 
 }  // namespace profkit

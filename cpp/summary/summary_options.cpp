@@ -30,7 +30,7 @@ std::string list_values(const std::string_view (&names)[N]) {
 }  // namespace
 
 SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thread_sep, int32_t time_unit,
-                                    uint32_t views, uint64_t row_limit) {
+                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape) {
   if (sorted_by < 0 || sorted_by >= kSortKeyCount) {
     throw Error(PK_ERR_INVALID_ARGUMENT, "summary: sorted_by " + std::to_string(sorted_by) +
                                              " is not a sort key; use one of " + list_values(kSortKeyNames));
@@ -51,6 +51,7 @@ SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thre
   o.time_unit = static_cast<TimeUnit>(time_unit);
   o.views = views == 0 ? kAllViews : views;
   o.row_limit = row_limit;
+  o.group_by_input_shape = group_by_input_shape;
   return o;
 }
 

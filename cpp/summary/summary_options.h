@@ -1,5 +1,6 @@
 // Options of the summary tables (SPEC §6): the sort key, operator detail,
-// per-thread split, time unit, which views, and a row limit. The numeric
+// per-thread split, time unit, which views, a row limit, and Operator rows
+// per input shape. The numeric
 // values of the enums are the ones the C ABI and Python's SortedKeys /
 // SummaryView use; they never change.
 //
@@ -48,6 +49,9 @@ struct SummaryOptions {
   TimeUnit time_unit = TimeUnit::kMilliseconds;
   uint32_t views = kAllViews;  // bit v set: view v is computed
   uint64_t row_limit = 0;      // top-level rows per table; 0 = no limit
+  // Operator rows per (name, "input_shapes" argument), with an "Input Shapes"
+  // column, as torch.profiler's key_averages(group_by_input_shape=True).
+  bool group_by_input_shape = false;
 
   bool wants(SummaryView v) const noexcept { return (views >> static_cast<int32_t>(v)) & 1u; }
 };
@@ -56,7 +60,7 @@ struct SummaryOptions {
 // profkit::Error(PK_ERR_INVALID_ARGUMENT) with the valid values named.
 // views == 0 means every view.
 SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thread_sep, int32_t time_unit,
-                                    uint32_t views, uint64_t row_limit);
+                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape = false);
 
 // "CPUTotal", "GPUMin", ... (the Python SortedKeys names).
 std::string_view sort_key_name(SortKey key) noexcept;

@@ -4,6 +4,11 @@
 
 namespace profkit {
 
+void SummaryRow::set_text(size_t value_index, std::string text) {
+  if (texts.size() <= value_index) texts.resize(values.size() > value_index ? values.size() : value_index + 1);
+  texts[value_index] = std::move(text);
+}
+
 SummaryTable::SummaryTable(SummaryView v, std::string table_title, std::string label_name)
     : view(v), title(std::move(table_title)) {
   columns.push_back({std::move(label_name), ColumnKind::kLabel, {}, false});
@@ -23,7 +28,7 @@ void SummaryTable::add_time_stat_columns(const std::string& group, bool device_o
 }
 
 SummaryRow& SummaryTable::add_row(std::string label, uint32_t level) {
-  rows.push_back({std::move(label), level, std::vector<double>(value_count(), kMissing)});
+  rows.push_back({std::move(label), level, std::vector<double>(value_count(), kMissing), {}});
   return rows.back();
 }
 

@@ -6,6 +6,8 @@
 // (converted to the chosen unit only when rendered), ratios are percent,
 // counts, bytes and FLOPs are whole numbers. A missing value (a CPU time of a GPU
 // kernel, a ratio whose denominator is 0) is NaN and shows as "-" / null.
+// Text columns (kText: an operator's input shapes) keep their cells in
+// SummaryRow::texts instead; an empty text is missing.
 //
 // Thread-safety: plain data. Ownership: values.
 #pragma once
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "summary/summary_options.h"
@@ -22,7 +25,8 @@ namespace profkit {
 
 // kId: a number that names something (a thread id), shown as an integer.
 // kFlops: floating-point operations, shown with a decimal prefix (1.23 G).
-enum class ColumnKind : uint8_t { kLabel, kCount, kTime, kPercent, kBytes, kId, kFlops };
+// kText: a string other than the label (input shapes "[[2, 3], []]").
+enum class ColumnKind : uint8_t { kLabel, kCount, kTime, kPercent, kBytes, kId, kFlops, kText };
 
 struct SummaryColumn {
   std::string name;  // "CPU Total", "Calls", "Ratio (%)"
@@ -38,6 +42,15 @@ struct SummaryRow {
   std::string label;
   uint32_t level = 0;          // nesting under the row above (indentation)
   std::vector<double> values;  // one per column after the label; NaN = missing
+  // The cells of kText columns, by the same index as `values` (whose entry
+  // stays NaN); sized only once a text is set.
+  std::vector<std::string> texts;
+
+  void set_text(size_t value_index, std::string text);
+  // "" (missing) when none was set.
+  std::string_view text(size_t value_index) const noexcept {
+    return value_index < texts.size() ? std::string_view(texts[value_index]) : std::string_view();
+  }
 };
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();

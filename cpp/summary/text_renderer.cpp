@@ -119,6 +119,8 @@ std::string fit_label(std::string_view text, size_t width) {
   return s;
 }
 
+std::string format_text(std::string_view text) { return text.empty() ? "-" : fit_label(text, kMaxTextWidth); }
+
 std::string format_value(double value, ColumnKind kind, TimeUnit unit) {
   if (is_missing(value)) return "-";
   switch (kind) {
@@ -133,6 +135,7 @@ std::string format_value(double value, ColumnKind kind, TimeUnit unit) {
     case ColumnKind::kCount:
     case ColumnKind::kId:
     case ColumnKind::kLabel:
+    case ColumnKind::kText:  // format_text's; a number here prints as one
       break;
   }
   char buffer[32];
@@ -159,7 +162,9 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
       std::string text;
       for (size_t k = 0; k < c.values.size(); ++k) {
         if (k > 0) text += " / ";
-        text += format_value(row.values[c.values[k]], t.columns[c.values[k] + 1].kind, unit);
+        const size_t v = c.values[k];
+        text += t.columns[v + 1].kind == ColumnKind::kText ? format_text(row.text(v))
+                                                           : format_value(row.values[v], t.columns[v + 1].kind, unit);
       }
       line.push_back(std::move(text));
     }
@@ -170,7 +175,9 @@ void render_table_text(std::string& out, const SummaryTable& t, TimeUnit unit) {
     for (size_t v : c.values) has_time |= t.columns[v + 1].kind == ColumnKind::kTime;
   }
   for (const std::vector<std::string>& line : cells) {
-    for (size_t k = 0; k < columns.size(); ++k) columns[k].width = std::max(columns[k].width, line[k + 1].size());
+    for (size_t k = 0; k < columns.size(); ++k) {
+      columns[k].width = std::max(columns[k].width, terminal_width(line[k + 1]));
+    }
   }
   std::vector<size_t> widths{label_width};
   for (const PrintedColumn& c : columns) widths.push_back(c.width);

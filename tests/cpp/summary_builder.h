@@ -41,6 +41,12 @@ class TraceBuilder {
     builder_.add_arg(builder_.thread(tid), start, 0, name(key), PK_ARG_STRING, name(text));
     return *this;
   }
+  // A string argument whose text gets an id of its own even when another
+  // string has the same text, as a loaded or merged Result may hold.
+  TraceBuilder& arg_own_copy(uint64_t tid, uint64_t start, const std::string& key, const std::string& text) {
+    builder_.add_arg(builder_.thread(tid), start, 0, name(key), PK_ARG_STRING, builder_.add_string(text));
+    return *this;
+  }
   TraceBuilder& step(uint64_t tid, uint64_t number, uint64_t start, uint64_t end) {
     return event(tid, "ProfileStep#" + std::to_string(number), PK_EVENT_PROFILE_STEP, start, end);
   }

@@ -13,6 +13,8 @@
 
 namespace {
 
+#define PK_FIELD_END_OF(type, field) (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
+
 using profkit_test::collect;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
@@ -72,6 +74,7 @@ TEST_F(SummaryCapiTest, OptionsInitGivesTheDefaults) {
   EXPECT_EQ(o.time_unit, PK_TIME_UNIT_MS);
   EXPECT_EQ(o.views, 0u);
   EXPECT_EQ(o.row_limit, 0u);
+  EXPECT_EQ(o.group_by_input_shape, 0);
   pk_summary_options_init(nullptr);  // ignored
 }
 
@@ -104,6 +107,41 @@ TEST_F(SummaryCapiTest, OlderShorterOptionsKeepDefaultsForTheRest) {
   o.time_unit = 99;  // beyond its struct: must not be read
   o.views = 12345;
   EXPECT_NE(text_of(r.get(), &o).find("Time unit: ms"), std::string::npos);
+}
+
+// 1.21: operator rows per input shapes, from the "input_shapes" string
+// argument a framework hook attaches; a 1.20 caller's struct (ending at
+// row_limit) keeps one row per name.
+TEST_F(SummaryCapiTest, GroupByInputShapeSplitsOperatorRows) {
+  const pk_name_id shapes_key = pk_intern("input_shapes");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (const char* shapes : {"[[2, 3]]", "[[4, 5]]", "[[2, 3]]"}) {
+    pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
+    pk_event_arg_str(shapes_key, shapes);
+    pk_end_event();
+  }
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+
+  pk_summary_options o{};
+  o.struct_size = sizeof o;
+  pk_summary_options_init(&o);
+  o.views = PK_VIEW_BIT(PK_VIEW_OPERATOR);
+  o.group_by_input_shape = 1;
+  char* json = nullptr;
+  ASSERT_EQ(pk_result_summary_json(r.get(), &o, &json, nullptr), PK_OK) << pk_last_error();
+  OwnedString owned(json);
+  const std::string grouped = json;
+  EXPECT_NE(grouped.find("\"Input Shapes\""), std::string::npos) << grouped;
+  EXPECT_NE(grouped.find("[\"aten::relu\",2,"), std::string::npos) << grouped;
+  EXPECT_NE(grouped.find("[\"aten::relu\",1,"), std::string::npos) << grouped;
+  EXPECT_NE(grouped.find(",\"[[4, 5]]\"]"), std::string::npos) << grouped;
+  EXPECT_NE(text_of(r.get(), &o).find("[[2, 3]]"), std::string::npos);
+
+  o.struct_size = PK_FIELD_END_OF(pk_summary_options, row_limit);
+  const std::string older = text_of(r.get(), &o);
+  EXPECT_EQ(older.find("Input Shapes"), std::string::npos) << older;
+  EXPECT_NE(older.find("aten::relu  3  "), std::string::npos) << older;
 }
 
 TEST_F(SummaryCapiTest, JsonHasOneObjectPerView) {

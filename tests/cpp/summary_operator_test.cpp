@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "summary_builder.h"
 
@@ -326,4 +329,139 @@ TEST(SummaryOperator, NoFlopsColumnWithoutFlopsArguments) {
   const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
   EXPECT_EQ(t.find_column("FLOPs"), -1);
   for (const std::string& note : t.notes) EXPECT_EQ(note.find("FLOPs"), std::string::npos) << note;
+}
+
+namespace {
+
+constexpr const char* kShapesA = "[[2, 3], [3, 4]]";
+constexpr const char* kShapesB = "[[8, 3], [3, 4]]";
+
+// Thread 1: aten::mm with shapes A twice (one with its own copy of the text),
+// with shapes B once, without shapes once (each mm nests an aten::dot, no
+// shapes), and aten::relu with shapes A. Thread 2: aten::mm with shapes A.
+std::unique_ptr<profkit::Result> operators_with_shapes() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 2000);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 1, 101).arg(1, 1, "input_shapes", kShapesA);  // not at the step's start
+  b.event(1, "aten::dot", PK_EVENT_OPERATOR, 10, 20);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 200, 250).arg_own_copy(1, 200, "input_shapes", kShapesA);
+  b.event(1, "aten::dot", PK_EVENT_OPERATOR, 210, 220);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 300, 700).arg(1, 300, "input_shapes", kShapesB);
+  b.event(1, "aten::dot", PK_EVENT_OPERATOR, 310, 320);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 800, 810);
+  b.event(1, "aten::dot", PK_EVENT_OPERATOR, 801, 802);
+  b.event(1, "aten::relu", PK_EVENT_OPERATOR, 900, 930).arg(1, 900, "input_shapes", kShapesA);
+  b.event(2, "aten::mm", PK_EVENT_OPERATOR, 1000, 1020).arg(2, 1000, "input_shapes", kShapesA);
+  return b.build();
+}
+
+struct ShapedRow {
+  std::string label;
+  std::string shapes;
+  uint32_t level;
+  double calls;
+  double cpu_total;
+};
+
+std::vector<ShapedRow> shaped_rows(const profkit::SummaryTable& t) {
+  const int shapes = t.find_column("Input Shapes");
+  EXPECT_GT(shapes, 0);
+  std::vector<ShapedRow> rows;
+  for (const profkit::SummaryRow& row : t.rows) {
+    rows.push_back({row.label, std::string(row.text(static_cast<size_t>(shapes - 1))), row.level,
+                    row.values[static_cast<size_t>(t.find_column("Calls") - 1)],
+                    row.values[static_cast<size_t>(t.find_column("CPU Total") - 1)]});
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(SummaryOperator, GroupByInputShapeGivesARowPerOperatorAndShapes) {
+  auto r = operators_with_shapes();
+  SummaryOptions options;
+  options.op_detail = false;
+  options.group_by_input_shape = true;
+  const std::vector<ShapedRow> rows = shaped_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
+  // Sorted by CPU total; the same text under two string ids is one row.
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0].label + rows[0].shapes, std::string("aten::mm") + kShapesB);
+  EXPECT_EQ(rows[0].calls, 1);
+  EXPECT_EQ(rows[0].cpu_total, 400);
+  EXPECT_EQ(rows[1].label + rows[1].shapes, std::string("aten::mm") + kShapesA);
+  EXPECT_EQ(rows[1].calls, 3);  // both threads, thread_sep off
+  EXPECT_EQ(rows[1].cpu_total, 170);
+  EXPECT_EQ(rows[2].label + rows[2].shapes, std::string("aten::dot"));  // none recorded: one row, no text
+  EXPECT_EQ(rows[2].calls, 4);
+  EXPECT_EQ(rows[3].label + rows[3].shapes, std::string("aten::relu") + kShapesA);
+  EXPECT_EQ(rows[4].label + rows[4].shapes, std::string("aten::mm"));
+  EXPECT_EQ(rows[4].calls, 1);
+  EXPECT_EQ(rows[4].cpu_total, 10);
+}
+
+TEST(SummaryOperator, GroupByInputShapeKeepsNestedRowsUnderEachShapedRow) {
+  auto r = operators_with_shapes();
+  SummaryOptions options;
+  options.group_by_input_shape = true;  // op_detail on
+  const std::vector<ShapedRow> rows = shaped_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
+  // Every aten::mm row has the aten::dot calls of its own calls under it
+  // (thread 2's mm has none), with no shapes text.
+  const std::map<std::string, double> dots_under = {{kShapesA, 2}, {kShapesB, 1}, {"", 1}};
+  size_t mm_rows = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].level != 0 || rows[i].label != "aten::mm") continue;
+    ++mm_rows;
+    ASSERT_LT(i + 1, rows.size());
+    EXPECT_EQ(rows[i + 1].label, "aten::dot");
+    EXPECT_EQ(rows[i + 1].level, 1u);
+    EXPECT_EQ(rows[i + 1].calls, dots_under.at(rows[i].shapes)) << rows[i].shapes;
+    EXPECT_EQ(rows[i + 1].shapes, "");
+  }
+  EXPECT_EQ(mm_rows, 3u);
+}
+
+TEST(SummaryOperator, GroupByInputShapeSplitsThreadsWithThreadSep) {
+  auto r = operators_with_shapes();
+  SummaryOptions options;
+  options.op_detail = false;
+  options.thread_sep = true;
+  options.group_by_input_shape = true;
+  const std::vector<ShapedRow> rows = shaped_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
+  size_t mm_a_rows = 0;
+  double mm_a_calls = 0;
+  for (const ShapedRow& row : rows) {
+    if (row.label != "aten::mm" || row.shapes != kShapesA) continue;
+    ++mm_a_rows;
+    mm_a_calls += row.calls;
+  }
+  EXPECT_EQ(mm_a_rows, 2u);  // one per thread
+  EXPECT_EQ(mm_a_calls, 3);
+}
+
+TEST(SummaryOperator, WithoutGroupByInputShapeOperatorsAreOneRowPerName) {
+  auto r = operators_with_shapes();
+  SummaryOptions options;
+  options.op_detail = false;
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, options);
+  EXPECT_EQ(t.find_column("Input Shapes"), -1);
+  EXPECT_EQ(profkit_test::value(t, "aten::mm", "Calls"), 5);
+  for (const std::string& note : t.notes) EXPECT_EQ(note.find("group_by_input_shape"), std::string::npos) << note;
+}
+
+TEST(SummaryOperator, GroupByInputShapeWithoutShapesSaysHowToRecordThem) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 1, 100);
+  b.event(1, "aten::mm", PK_EVENT_OPERATOR, 200, 300).arg(1, 200, "input_shapes", int64_t{7});  // not a string
+  auto r = b.build();
+  SummaryOptions options;
+  options.group_by_input_shape = true;
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, options);
+  const std::vector<ShapedRow> rows = shaped_rows(t);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_EQ(rows[0].shapes, "");
+  bool noted = false;
+  for (const std::string& note : t.notes) noted = noted || note.find("record_shapes=True") != std::string::npos;
+  EXPECT_TRUE(noted);
 }

@@ -333,6 +333,60 @@ TEST(SummaryText, FormatValue) {
   EXPECT_EQ(profkit::fit_label("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", 5), "\xC3\xA9\xC3\xA9...");
 }
 
+// Operator rows per input shapes: the "Input Shapes" column last, "-" where
+// none was recorded (and under an operator), long shapes cut at 80 columns.
+std::unique_ptr<profkit::Result> operators_with_shapes() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000000);
+  b.event(1, "aten::addmm", PK_EVENT_OPERATOR, 1, 300001).arg(1, 1, "input_shapes", "[[512], [32, 3072], [3072, 512]]");
+  b.event(1, "aten::addmm", PK_EVENT_OPERATOR, 400000, 500000)
+      .arg(1, 400000, "input_shapes", "[[10], [32, 512], [512, 10]]");
+  b.event(1, "aten::copy_", PK_EVENT_OPERATOR_INNER, 410000, 420000);
+  std::string many = "[";
+  for (int k = 0; k < 20; ++k) many += std::string(k > 0 ? ", " : "") + "[32, 16]";
+  b.event(1, "aten::cat", PK_EVENT_OPERATOR, 600000, 650000).arg(1, 600000, "input_shapes", many + "]");
+  b.event(1, "aten::relu", PK_EVENT_OPERATOR, 700000, 720000);
+  return b.build();
+}
+
+// clang-format off
+constexpr const char* kShapesGolden = R"(---------------------------------------------------------------Operator Summary---------------------------------------------------------------
+Time unit: ms
+-------------  -----  --------------------------------------  --------------------------------------------------------------------------------
+Name           Calls  CPU Total / Avg / Max / Min / Ratio(%)  Input Shapes
+-------------  -----  --------------------------------------  --------------------------------------------------------------------------------
+aten::addmm    1      0.30 / 0.30 / 0.30 / 0.30 / 30.00       [[512], [32, 3072], [3072, 512]]
+aten::addmm    1      0.10 / 0.10 / 0.10 / 0.10 / 10.00       [[10], [32, 512], [512, 10]]
+  aten::copy_  1      0.01 / 0.01 / 0.01 / 0.01 / 10.00       -
+aten::cat      1      0.05 / 0.05 / 0.05 / 0.05 / 5.00        [[32, 16], [32, 16], [32, 16], [32, 16], [32, 16], [32, 16], [32, 16], [32, 1...
+aten::relu     1      0.02 / 0.02 / 0.02 / 0.02 / 2.00        -
+-------------  -----  --------------------------------------  --------------------------------------------------------------------------------
+Note: Ratio = time / total time (ProfileStep); for nested rows, time / the enclosing row's time.
+Note: One row per operator and input shapes (group_by_input_shape); "-": calls without recorded shapes, and the rows under an operator.
+
+)";
+// clang-format on
+
+TEST(SummaryText, GoldenOperatorByInputShape) {
+  auto r = operators_with_shapes();
+  SummaryOptions o;
+  o.group_by_input_shape = true;
+  EXPECT_EQ(render(*r, SummaryView::kOperator, o), kShapesGolden);
+}
+
+TEST(SummaryJson, InputShapesAreTextCellsOrNull) {
+  auto r = operators_with_shapes();
+  SummaryOptions o;
+  o.group_by_input_shape = true;
+  o.views = 1u << static_cast<int>(SummaryView::kOperator);
+  const std::string json = profkit::render_summary_json(profkit::compute_summary(*r, o));
+  EXPECT_NE(json.find("\"Input Shapes\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find(",\"text\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find(",\"[[512], [32, 3072], [3072, 512]]\"]"), std::string::npos) << json;  // never cut
+  EXPECT_NE(json.find("[\"aten::relu\",1,"), std::string::npos) << json;
+  EXPECT_NE(json.find(",null]"), std::string::npos) << json;
+}
+
 TEST(SummaryJson, RowsAsDataInTheChosenUnit) {
   TraceBuilder b;
   b.step(1, 0, 0, 1000000);

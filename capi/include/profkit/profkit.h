@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 20
+#define PK_API_VERSION_MINOR 21
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -868,6 +868,11 @@ typedef struct pk_summary_options {
   uint32_t views;     /* OR of PK_VIEW_BIT(view); 0 (default) = every table */
   uint32_t row_limit; /* most top-level rows per table (per thread with thread_sep; Memory: event
                        * rows per device); 0 (default) = all */
+  /* Since 1.21. Nonzero: one Operator row per name and input shapes (the
+   * string argument "input_shapes", as profkit's PyTorch integration records
+   * with record_shapes), with an "Input Shapes" column (JSON kind "text"; a
+   * string, null where none was recorded); default 0. */
+  int32_t group_by_input_shape;
 } pk_summary_options;
 
 /* Fills `options` with the defaults (its struct_size set by the caller).
@@ -891,7 +896,7 @@ PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_opt
  *    "total_time_source":"ProfileStep"|"recorded span",
  *    "warnings":[".."],   (since 1.8: what the recording lost; empty if nothing)
  *    "tables":[{"view":"OverView","title":"Overview Summary",
- *               "columns":[..],"kinds":["label","count","time","percent","bytes","id","flops"],
+ *               "columns":[..],"kinds":["label","count","time","percent","bytes","id","flops","text"],
  *               "nested":bool,"levels":[..],"rows":[[label, value, ..], ..],
  *               "notes":[..],"empty_reason":".."}, ..]}
  * Times are in the chosen unit, ratios in percent, missing values null.
