@@ -107,6 +107,7 @@ class Result:
         time_unit: int = 1,
         views: int = 0,
         row_limit: int = 0,
+        group_by_input_shape: bool = False,
     ) -> str: ...
     def summary_json(
         self,
@@ -116,6 +117,7 @@ class Result:
         time_unit: int = 1,
         views: int = 0,
         row_limit: int = 0,
+        group_by_input_shape: bool = False,
     ) -> str: ...
     @property
     def host_events(self) -> Column: ...

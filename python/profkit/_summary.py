@@ -52,7 +52,8 @@ class SummaryTable:
     ``columns[0]`` is the row label (a name, an event type, a device); the
     other cells are numbers whose meaning ``kinds`` gives: ``"time"`` in
     ``time_unit``, ``"percent"``, ``"count"``, ``"bytes"``, ``"id"`` (a
-    thread id), ``"flops"`` (floating-point operations). A missing value
+    thread id), ``"flops"`` (floating-point operations), ``"text"`` (a
+    string: the Operator table's input shapes). A missing value
     (the CPU time of a GPU kernel, a ratio with nothing to divide by) is
     ``None``. In nested tables (``nested``) each row's ``levels`` entry says
     how deep it sits under the rows above it.
@@ -91,6 +92,8 @@ class SummaryTable:
         rows = [[row[0]] + [math.nan if v is None else v for v in row[1:]] for row in self.rows]
         frame = pd.DataFrame(rows, columns=list(self.columns))
         for column, kind in zip(self.columns[1:], self.kinds[1:]):
+            if kind == "text":
+                continue  # strings, NaN where missing
             frame[column] = pd.to_numeric(frame[column])
             if kind in ("count", "bytes", "id", "flops") and not frame[column].isna().any():
                 frame[column] = frame[column].astype("int64")
@@ -184,6 +187,10 @@ OPTIONS_DOC = """\
         or a list of them.
     row_limit: at most this many top-level rows per table (per thread with
         thread_sep; in the Memory table, event rows per device); None for all.
+    group_by_input_shape: one Operator row per operator and input shapes,
+        with an "Input Shapes" column, as torch.profiler's
+        key_averages(group_by_input_shape=True); the shapes are recorded
+        with record_shapes=True.
 """
 _RAISES_DOC = """
     Raises:
@@ -215,6 +222,7 @@ class SummaryOptions:
     time_unit: str = "ms"
     views: Any = None
     row_limit: Optional[int] = None
+    group_by_input_shape: bool = False
 
     def __post_init__(self) -> None:
         # Checked up front, once: the engine's arguments are kept, so a bad
@@ -235,6 +243,7 @@ class SummaryOptions:
             "time_unit": check_time_unit(self.time_unit),
             "views": _views_mask(self.views),
             "row_limit": _row_limit(self.row_limit),
+            "group_by_input_shape": bool(self.group_by_input_shape),
         }
 
     def engine_arguments(self) -> Dict[str, Any]:

@@ -109,6 +109,11 @@ def _build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--no-op-detail", action="store_true", help="leave out operators' inner events")
     summary.add_argument("--thread-sep", action="store_true", help="split the operator table by thread")
     summary.add_argument("--row-limit", type=_positive_int, metavar="N", help="at most N rows per table")
+    summary.add_argument(
+        "--group-by-input-shape",
+        action="store_true",
+        help="one operator row per input shapes (recorded with record_shapes=True)",
+    )
 
     merge = commands.add_parser("merge", help="merge several processes' traces into one Chrome trace timeline")
     merge.add_argument(
@@ -231,6 +236,7 @@ def _summary(args: argparse.Namespace) -> None:
         time_unit=args.time_unit,
         views=views,
         row_limit=args.row_limit,
+        group_by_input_shape=args.group_by_input_shape,
     )
     if args.json:
         tables = summary_data(result, options)
@@ -248,6 +254,7 @@ _TABLE_OPTIONS = {
     "op_detail": "--no-op-detail",
     "thread_sep": "--thread-sep",
     "row_limit": "--row-limit",
+    "group_by_input_shape": "--group-by-input-shape",
 }
 
 

@@ -618,6 +618,7 @@ class Profiler:
         time_unit: str = "ms",
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
+        group_by_input_shape: bool = False,
     ) -> None:
         """Prints the summary tables of the latest window (SPEC §6)."""
         result = self._require_result("summary")

@@ -477,6 +477,7 @@ class ProfilerResult:
         time_unit: str = "ms",
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
+        group_by_input_shape: bool = False,
     ) -> SummaryText:
         """The summary tables (SPEC §6) as text.
 
@@ -493,6 +494,7 @@ class ProfilerResult:
         time_unit: str = "ms",
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
+        group_by_input_shape: bool = False,
     ) -> Dict[str, Any]:
         """The summary tables as data: one ``SummaryTable`` per view (``.to_pandas()``)."""
         options = _summary.SummaryOptions.from_arguments(locals())

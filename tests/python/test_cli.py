@@ -172,6 +172,27 @@ def test_summary_json_prints_the_tables_rows(trace, capsys):
     assert forward and forward[0][1] == 2  # two Forward ranges, one per step
 
 
+def test_summary_group_by_input_shape(tmp_path, capsys):
+    from profkit import _C
+
+    _C.set_state(0)
+    _C.collect()
+    key = _C.intern("input_shapes")
+    _C.set_state(2)
+    for shapes in ("[[2, 3]]", "[[4, 5]]"):
+        _C.begin_event_str("aten::relu", int(TracerEventType.Operator))
+        _C.event_arg_str(key, shapes)
+        _C.end_event()
+    _C.set_state(0)
+    path = str(tmp_path / "shapes.pktrace")
+    _C.collect().save(path)
+    assert cli.main(["summary", path, "--views", "OperatorView", "--group-by-input-shape"]) == 0
+    text = capsys.readouterr().out
+    assert "Input Shapes" in text and "[[2, 3]]" in text and "[[4, 5]]" in text
+    assert cli.main(["summary", path, "--views", "OperatorView"]) == 0
+    assert "Input Shapes" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("suffix", [".pktrace", ".trace.json"])
 def test_a_trace_piped_to_dev_stdin(trace, tmp_path, suffix):
     # `gunzip -c x.pktrace.gz | profkit info /dev/stdin`: a pipe has no size to

@@ -109,6 +109,64 @@ def test_summary_data_as_dataframes(run):
     assert overview["GPU Time"].isna().all()  # missing values are NaN
 
 
+SHAPES_A, SHAPES_B = "[[2, 3], [3, 4]]", "[[8, 3], [3, 4]]"
+
+
+@pytest.fixture(scope="module")
+def shaped():
+    """aten::mm with shapes A twice, with B once and without shapes once
+    (as a framework hook attaches them: an "input_shapes" string argument)."""
+    _C.set_state(CLOSED)
+    _C.collect()
+    key = _C.intern("input_shapes")
+    _C.set_state(RECORD)
+    for shapes in (SHAPES_A, SHAPES_B, SHAPES_A, None):
+        _C.begin_event_str("aten::mm", OPERATOR)
+        if shapes is not None:
+            _C.event_arg_str(key, shapes)
+        _C.end_event()
+    _C.set_state(CLOSED)
+    return _C.collect()
+
+
+def mm_calls_by_shapes(table):
+    calls, shapes = table.columns.index("Calls"), table.columns.index("Input Shapes")
+    return {row[shapes]: row[calls] for row in table.rows if row[0] == "aten::mm"}
+
+
+def test_operator_rows_per_input_shape(shaped, tmp_path):
+    table = _summary.summary_data(shaped, views=SummaryView.OperatorView, group_by_input_shape=True)["OperatorView"]
+    assert table.columns[-1] == "Input Shapes" and table.kinds[-1] == "text"
+    assert mm_calls_by_shapes(table) == {SHAPES_A: 2, SHAPES_B: 1, None: 1}  # None: no shapes recorded
+    assert any("group_by_input_shape" in note for note in table.notes)
+    text = _summary.summary_text(shaped, views=SummaryView.OperatorView, group_by_input_shape=True)
+    assert "Input Shapes" in text and SHAPES_A in text and SHAPES_B in text
+    # Off (the default): one row per name, no column.
+    plain = _summary.summary_data(shaped, views=SummaryView.OperatorView)["OperatorView"]
+    assert "Input Shapes" not in plain.columns
+    assert [row[:2] for row in plain.rows] == [["aten::mm", 4]]
+    # The shapes travel in both file formats.
+    for name in ("run.pktrace", "run.trace.json"):
+        path = str(tmp_path / name)
+        if name.endswith(".pktrace"):
+            shaped.save(path)
+        else:
+            shaped.export_chrome(path)
+        loaded = _C.load(path)
+        again = _summary.summary_data(loaded, views=SummaryView.OperatorView, group_by_input_shape=True)
+        assert mm_calls_by_shapes(again["OperatorView"]) == mm_calls_by_shapes(table), name
+
+
+def test_input_shapes_are_a_string_column_in_pandas(shaped):
+    pytest.importorskip("pandas")
+    tables = _summary.summary_data(shaped, views=SummaryView.OperatorView, group_by_input_shape=True)
+    frame = tables["OperatorView"].to_pandas()
+    assert frame["Calls"].dtype.kind == "i"
+    shapes = frame.set_index("Input Shapes")["Calls"]
+    assert shapes[SHAPES_A] == 2 and shapes[SHAPES_B] == 1
+    assert frame["Input Shapes"].isna().sum() == 1
+
+
 def test_to_pandas_without_pandas_says_what_to_install(run, monkeypatch):
     table = _summary.summary_data(run, views=8)["UDFView"]
     monkeypatch.setitem(sys.modules, "pandas", None)

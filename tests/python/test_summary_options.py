@@ -43,6 +43,7 @@ def test_options_are_checked_when_made():
         "time_unit": 1,
         "views": (1 << 8) | (1 << 1),
         "row_limit": 0,  # past the C ABI's field: all
+        "group_by_input_shape": False,
     }
     # A generator of views is read once, when the options are made.
     once = SummaryOptions(views=(v for v in ["UDFView"]))

@@ -12,6 +12,7 @@ must be found, in the same order and with the same shapes, among the native
 hook's operators -- nothing of its own.
 """
 
+import collections
 import json
 import warnings
 
@@ -117,7 +118,8 @@ def torch_profiler_step(step, tmp_path, monkeypatch):
     return rows, memory
 
 
-def profkit_step(step, pk_torch, backend):
+def profkit_result(step, pk_torch, backend):
+    """The ProfilerResult of one step under profkit, with shapes and memory."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fallback's warning that it records no memory
         with pk_torch.enable(record_shapes=True, backend=backend):
@@ -125,7 +127,11 @@ def profkit_step(step, pk_torch, backend):
             prof.start()
             step()
             prof.stop()
-    result = prof.profiler_result
+    return prof.profiler_result
+
+
+def profkit_step(step, pk_torch, backend):
+    result = profkit_result(step, pk_torch, backend)
     events = result.events
     shapes = {int(a["event"]): a["value"] for a in result.event_args if a["key"] == "input_shapes"}
 
@@ -176,6 +182,26 @@ def test_native_hook_records_what_torch_profiler_records(pk_torch, tmp_path, mon
     assert ("aten::cat", "", "[[[8, 10], [8, 10]], []]") in rows  # a tensor list's shapes
     assert rows == expected
     assert within_window(memory) == within_window(expected_memory) != []
+
+
+def test_operator_rows_per_input_shape_count_what_torch_profiler_counts(pk_torch, tmp_path, monkeypatch):
+    # torch.profiler's key_averages(group_by_input_shape=True), by the trace's
+    # Input Dims (which list a tensor list's shapes, as profkit does).
+    step = make_step()
+    expected_rows, _ = torch_profiler_step(step, tmp_path, monkeypatch)
+    expected = collections.Counter((name, shapes) for name, _, shapes in expected_rows if name.startswith("aten::"))
+    table = profkit_result(step, pk_torch, "native").summary_data(
+        views=profkit.SummaryView.OperatorView, op_detail=False, group_by_input_shape=True
+    )["OperatorView"]
+    calls, shapes = table.columns.index("Calls"), table.columns.index("Input Shapes")
+    counted = collections.Counter()
+    for row in table.rows:
+        if row[0].startswith("aten::"):
+            counted[(row[0], row[shapes] or "")] += row[calls]
+    assert counted == expected
+    # One operator, several shapes: a row each (the two inner Linear(10, 10) share one).
+    assert counted[("aten::addmm", "[[10], [8, 10], [10, 10], [], []]")] == 2
+    assert counted[("aten::addmm", "[[3], [8, 10], [10, 3], [], []]")] == 1
 
 
 def test_fallback_records_only_operators_the_native_hook_records(pk_torch):
