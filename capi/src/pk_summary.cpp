@@ -16,7 +16,8 @@ using profkit::require;
 // The engine's option enums carry the C ABI's values unchanged: the options
 // cross from the ABI as plain ints, so the two lists must never drift apart.
 static_assert(static_cast<int>(profkit::SortKey::kGpuMin) == PK_SORT_GPU_MIN &&
-              profkit::kSortKeyCount == PK_SORT_GPU_MIN + 1);
+              static_cast<int>(profkit::SortKey::kCpuSelf) == PK_SORT_CPU_SELF &&
+              profkit::kSortKeyCount == PK_SORT_CPU_SELF + 1);
 static_assert(static_cast<int>(profkit::SummaryView::kUserDefined) == PK_VIEW_USER_DEFINED &&
               profkit::kSummaryViewCount == PK_SUMMARY_VIEW_COUNT);
 static_assert(static_cast<int>(profkit::TimeUnit::kNanoseconds) == PK_TIME_UNIT_NS &&

@@ -23,6 +23,10 @@ double read(const TimeStats& s, int32_t which) noexcept {
 }  // namespace
 
 double sort_value(const CallStats& s, SortKey key) noexcept {
+  if (key == SortKey::kCpuSelf) {
+    if (s.self.count > 0) return read(s.self, 0);
+    key = SortKey::kCpuTotal;  // a table without self time
+  }
   const auto k = static_cast<int32_t>(key);
   const bool gpu_key = k >= static_cast<int32_t>(SortKey::kGpuTotal);
   const int32_t which = k % 4;

@@ -37,11 +37,14 @@ struct TimeStats {
 };
 
 // A row's figures. cpu.count == 0 means the row has no CPU side (a GPU
-// kernel); gpu.count == 0 means nothing was measured on the GPU for it.
+// kernel); gpu.count == 0 means nothing was measured on the GPU for it;
+// self.count == 0 that the table does not measure self time (only the
+// Operator table does: each call's time outside the events nested in it).
 struct CallStats {
   uint64_t calls = 0;
   TimeStats cpu;
   TimeStats gpu;
+  TimeStats self;
 };
 
 // The value a sort key reads from `s`; NaN when the row has no such side

@@ -5,15 +5,20 @@
 
 namespace profkit {
 
-CallColumns add_call_columns(SummaryTable& table, bool with_thread, bool with_cpu) {
+CallColumns add_call_columns(SummaryTable& table, bool with_thread, bool with_cpu, bool with_self) {
   CallColumns c;
   c.has_thread = with_thread;
   c.has_cpu = with_cpu;
+  c.has_self = with_cpu && with_self;
   if (with_thread) c.thread = table.add_column("Thread", ColumnKind::kId);
   c.calls = table.add_column("Calls", ColumnKind::kCount);
   if (with_cpu) {
     c.cpu = table.value_count();
     table.add_time_stat_columns("CPU", /*device_only=*/false);
+  }
+  if (c.has_self) {
+    c.self = table.add_column("Self CPU Total", ColumnKind::kTime, "Self CPU");
+    table.add_column("Self CPU Ratio(%)", ColumnKind::kPercent, "Self CPU");
   }
   c.gpu = table.value_count();
   table.add_time_stat_columns("GPU", /*device_only=*/with_cpu);
@@ -25,6 +30,10 @@ void fill_call_row(SummaryRow& row, const CallColumns& columns, const CallStats&
   if (columns.has_thread) row.values[columns.thread] = static_cast<double>(tid);
   row.values[columns.calls] = static_cast<double>(stats.calls);
   if (columns.has_cpu) fill_time_stats(row, columns.cpu, stats.cpu, cpu_denominator);
+  if (columns.has_self && stats.self.count > 0) {
+    row.values[columns.self] = static_cast<double>(stats.self.total);
+    row.values[columns.self + 1] = percent(static_cast<double>(stats.self.total), cpu_denominator);
+  }
   fill_time_stats(row, columns.gpu, stats.gpu, gpu_denominator);
 }
 

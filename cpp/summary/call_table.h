@@ -21,19 +21,23 @@ namespace profkit {
 struct CallColumns {
   bool has_thread = false;
   bool has_cpu = true;
+  bool has_self = false;
   size_t thread = 0;  // value indices
   size_t calls = 0;
-  size_t cpu = 0;  // first of five
-  size_t gpu = 0;  // first of five
+  size_t cpu = 0;   // first of five
+  size_t self = 0;  // "Self CPU Total", "Self CPU Ratio(%)"
+  size_t gpu = 0;   // first of five
 };
 
 // Adds the columns after the label. Without CPU columns (the Kernel table)
 // the GPU columns are always shown; otherwise they are shown in text only
-// when the Result has GPU activity.
-CallColumns add_call_columns(SummaryTable& table, bool with_thread, bool with_cpu = true);
+// when the Result has GPU activity. with_self adds the self CPU time's total
+// and ratio after the CPU columns.
+CallColumns add_call_columns(SummaryTable& table, bool with_thread, bool with_cpu = true, bool with_self = false);
 
-// Fills a row: the thread's OS id, calls and both time groups, with ratios
-// of the totals to the given denominators.
+// Fills a row: the thread's OS id, calls and both time groups (and self
+// time), with ratios of the totals to the given denominators (self time's to
+// cpu_denominator).
 void fill_call_row(SummaryRow& row, const CallColumns& columns, const CallStats& stats, uint64_t tid,
                    double cpu_denominator, double gpu_denominator);
 

@@ -113,7 +113,14 @@ class Walk {
     for (const Subscriber& s : by_type_[closed.type]) {
       if (s.wants(closed.name)) s.visitor->on_close(stack_, closed);
     }
-    if (!stack_.empty()) stack_.top().gpu_ns += closed.gpu_ns;
+    if (!stack_.empty()) {
+      OpenEvent& parent = stack_.top();
+      parent.gpu_ns += closed.gpu_ns;
+      // Read here rather than kept in OpenEvent: frames of 56 bytes instead
+      // of 40 made bench_summary's walk of 10 M events ~25 % slower.
+      const pk_host_event& e = r_.host_events[closed.index];
+      if (e.end_ns > e.start_ns) parent.children_ns += e.end_ns - e.start_ns;
+    }
   }
 
   void launch(const LaunchedWork& work) {

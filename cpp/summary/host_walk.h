@@ -5,7 +5,8 @@
 // ancestors. The walk also brings GPU work to the host side: a device event
 // belongs to its launching runtime call (launch_event) and, through it, to
 // every enclosing host event; OpenEvent::gpu_ns sums that work over the
-// event's subtree by the time the event closes.
+// event's subtree by the time the event closes, and OpenEvent::children_ns
+// the time of its direct children (of any type).
 //
 // Visitors register for the event types they care about, so an event costs
 // nothing for a table that ignores its type.
@@ -27,6 +28,7 @@ constexpr uint32_t kNoPosition = UINT32_MAX;
 struct OpenEvent {
   uint64_t index = 0;                 // host event index
   uint64_t gpu_ns = 0;                // GPU time launched in its subtree (so far)
+  uint64_t children_ns = 0;           // CPU time of its direct children (so far): its self time is the rest
   uint32_t nearest_op = kNoPosition;  // stack position of the nearest enclosing Operator/OperatorInner
   uint32_t name = 0;                  // its string id
   uint8_t type = 0;                   // its pk_event_type (unknown values read as UserDefined)

@@ -142,6 +142,8 @@ void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   const size_t position = stack.size();
   const pk_host_event& e = context_.result->host_events[closed.index];
   const uint64_t cpu = duration_ns(e.start_ns, e.end_ns);
+  // Children can outlast their parent only in a malformed trace.
+  const uint64_t self = cpu > closed.children_ns ? cpu - closed.children_ns : 0;
   int64_t flops = 0;
   const bool counted = has_flops_ && flops_of(closed.index, &flops) && flops >= 0;
   for (uint32_t row : {operator_at_[position], inner_at_[position]}) {
@@ -149,6 +151,7 @@ void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
     CallStats& s = rows_[row].stats;
     ++s.calls;
     s.cpu.add(cpu);
+    s.self.add(self);
     s.gpu.add(closed.gpu_ns);
     if (counted) {
       rows_[row].flops += static_cast<uint64_t>(flops);
@@ -192,7 +195,7 @@ SummaryTable OperatorTable::table() {
   SummaryTable t(SummaryView::kOperator, "Operator Summary", "Name");
   t.has_device_data = context_.has_device_data;
   t.nested = context_.options.op_detail;
-  const CallColumns columns = add_call_columns(t, context_.options.thread_sep);
+  const CallColumns columns = add_call_columns(t, context_.options.thread_sep, /*with_cpu=*/true, /*with_self=*/true);
   const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kFlops) : 0;
   const bool grouped = context_.options.group_by_input_shape;
   const size_t shapes_column = grouped ? t.add_column("Input Shapes", ColumnKind::kText) : 0;
@@ -260,6 +263,7 @@ SummaryTable OperatorTable::table() {
   }
   t.notes.push_back("Ratio = time / total time (" + context_.total_time_source() + ")" +
                     (context_.options.op_detail ? "; for nested rows, time / the enclosing row's time." : "."));
+  t.notes.push_back("Self CPU = CPU time of the calls not spent in an event nested inside them.");
   if (has_flops_) {
     t.notes.push_back(
         "FLOPs = the sum of the calls' \"flops\" arguments, the floating-point operations a framework integration "

@@ -1,5 +1,6 @@
 // Operator Summary: one row per operator name (events of type Operator, at
-// any depth) with calls, CPU inclusive time and the GPU time of the work
+// any depth) with calls, CPU inclusive time, self CPU time (outside any event
+// nested in the call, whatever its type) and the GPU time of the work
 // launched inside it; ratios to total_time; ordered by sorted_by; one group
 // of rows per thread with thread_sep.
 //

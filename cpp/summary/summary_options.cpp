@@ -9,8 +9,8 @@ namespace profkit {
 
 namespace {
 
-constexpr std::string_view kSortKeyNames[kSortKeyCount] = {"CPUTotal", "CPUAvg", "CPUMax", "CPUMin",
-                                                           "GPUTotal", "GPUAvg", "GPUMax", "GPUMin"};
+constexpr std::string_view kSortKeyNames[kSortKeyCount] = {"CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal",
+                                                           "GPUAvg",   "GPUMax", "GPUMin", "CPUSelf"};
 constexpr std::string_view kViewNames[kSummaryViewCount] = {
     "DeviceView", "OverView",     "ModelView",  "DistributedView",
     "KernelView", "OperatorView", "MemoryView", "MemoryManipulationView",

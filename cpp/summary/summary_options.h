@@ -22,8 +22,12 @@ enum class SortKey : int32_t {
   kGpuAvg = 5,
   kGpuMax = 6,
   kGpuMin = 7,
+  // Self CPU time: the time of an Operator row's calls not spent in an event
+  // nested inside them (torch.profiler's self_cpu_time_total). Rows that do
+  // not measure it (the other tables') order by their CPU total instead.
+  kCpuSelf = 8,
 };
-constexpr int32_t kSortKeyCount = 8;
+constexpr int32_t kSortKeyCount = 9;
 
 enum class SummaryView : int32_t {
   kDevice = 0,

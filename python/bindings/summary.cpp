@@ -43,7 +43,7 @@ py::str summarize(const Result& self, Render render, int32_t sorted_by, bool op_
 
 void bind_summary(py::class_<Result>& result) {
   const char* args_doc =
-      "sorted_by: 0..7 (SortedKeys value), op_detail, thread_sep, time_unit: 0=s 1=ms 2=us 3=ns, "
+      "sorted_by: 0..8 (SortedKeys value), op_detail, thread_sep, time_unit: 0=s 1=ms 2=us 3=ns, "
       "views: bitmask of 1 << SummaryView value (0 = all), row_limit: 0 = no limit, "
       "group_by_input_shape: Operator rows per input shapes";
   result

@@ -55,6 +55,11 @@ class SortedKeys(Enum):
     GPUAvg = 5
     GPUMax = 6
     GPUMin = 7
+    #: Self CPU time (profkit's own, not paddle.profiler's): the Operator
+    #: table's "Self CPU Total", time in an operator outside the events nested
+    #: in it, as torch.profiler's self_cpu_time_total; the other tables order
+    #: by CPU total under it.
+    CPUSelf = 8
 
 
 class SummaryView(Enum):

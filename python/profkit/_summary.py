@@ -29,7 +29,7 @@ __all__ = ["SummaryOptions", "SummaryTable", "summary_text", "summary_data", "SO
 
 # Names in value order: SortedKeys and SummaryView use these values, and so
 # does the C ABI (pk_sort_key, pk_summary_view, pk_time_unit).
-SORT_KEYS = ("CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin")
+SORT_KEYS = ("CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin", "CPUSelf")
 VIEWS = (
     "DeviceView",
     "OverView",
@@ -175,9 +175,10 @@ def check_time_unit(time_unit: Any) -> int:
 # What each option means: SummaryOptions' docstring, and appended to each
 # entry point's (with_options_doc), so that help() shows it everywhere.
 OPTIONS_DOC = """\
-    sorted_by: a SortedKeys member, its value (0-7) or its name; orders the
+    sorted_by: a SortedKeys member, its value (0-8) or its name; orders the
         rows of the Operator, Kernel, Memory Manipulation and UserDefined
-        tables (Min keys ascending, the others descending).
+        tables (Min keys ascending, the others descending; CPUSelf by the
+        Operator table's self CPU time, the others' CPU total).
     op_detail: nest inner events and GPU work under each operator, and
         under each device of the Memory table the events its memory was
         allocated and freed in.

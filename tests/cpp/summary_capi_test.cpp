@@ -182,7 +182,7 @@ TEST_F(SummaryCapiTest, BadArgumentsAreErrorsWithMessages) {
   pk_summary_options o{};
   o.struct_size = sizeof o;
   pk_summary_options_init(&o);
-  o.sorted_by = 8;
+  o.sorted_by = PK_SORT_CPU_SELF + 1;
   EXPECT_EQ(pk_result_summary_text(r.get(), &o, &out, nullptr), PK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(out, nullptr);
   EXPECT_NE(std::string(pk_last_error()).find("CPUTotal=0"), std::string::npos) << pk_last_error();

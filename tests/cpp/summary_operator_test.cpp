@@ -465,3 +465,78 @@ TEST(SummaryOperator, GroupByInputShapeWithoutShapesSaysHowToRecordThem) {
   for (const std::string& note : t.notes) noted = noted || note.find("record_shapes=True") != std::string::npos;
   EXPECT_TRUE(noted);
 }
+
+namespace {
+
+// outer [10,1010) holds a user range [100,300), an operator inner [400,500)
+// (which launches [410,420)) and an instant-like zero-length range; a second
+// operator, wide [2000,2500), holds only a 50 ns user range.
+std::unique_ptr<profkit::Result> operators_with_children() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 3000);
+  b.event(1, "outer", PK_EVENT_OPERATOR, 10, 1010);
+  b.event(1, "my_range", PK_EVENT_USER_DEFINED, 100, 300);
+  b.event(1, "inner", PK_EVENT_OPERATOR, 400, 500);
+  b.launch(1, 410, 420, 1);
+  b.kernel("k", 420, 440, 1);
+  b.event(1, "mark", PK_EVENT_USER_DEFINED, 600, 600);
+  b.event(1, "wide", PK_EVENT_OPERATOR, 2000, 2500);
+  b.event(1, "my_range", PK_EVENT_USER_DEFINED, 2100, 2150);
+  return b.build();
+}
+
+}  // namespace
+
+TEST(SummaryOperator, SelfTimeLeavesOutEveryNestedEvent) {
+  auto r = operators_with_children();
+  for (const bool detail : {false, true}) {
+    SummaryOptions o;
+    o.op_detail = detail;
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+    EXPECT_EQ(profkit_test::value(t, "outer", "Self CPU Total", 0), 700);  // 1000 - 200 (range) - 100 (inner)
+    EXPECT_EQ(profkit_test::value(t, "inner", "Self CPU Total", 0), 90);   // 100 - 10 (the launch)
+    EXPECT_EQ(profkit_test::value(t, "wide", "Self CPU Total", 0), 450);
+    EXPECT_NEAR(profkit_test::value(t, "outer", "Self CPU Ratio(%)", 0), 700 * 100.0 / 3000, 1e-9);
+    if (detail) {  // nested: the same call's self time, its ratio to the enclosing row's CPU time
+      EXPECT_EQ(profkit_test::value(t, "inner", "Self CPU Total", 1), 90);
+      EXPECT_NEAR(profkit_test::value(t, "inner", "Self CPU Ratio(%)", 1), 9.0, 1e-9);
+      EXPECT_TRUE(std::isnan(profkit_test::value(t, "k", "Self CPU Total", 2)));  // a kernel has no CPU side
+    }
+  }
+}
+
+TEST(SummaryOperator, CpuSelfOrdersBySelfTimeAndOtherTablesByCpuTotal) {
+  auto r = operators_with_children();
+  SummaryOptions o;
+  o.op_detail = false;
+  o.sorted_by = SortKey::kCpuSelf;
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kOperator, o), 0),
+            (std::vector<std::string>{"outer", "wide", "inner"}));
+  o.sorted_by = SortKey::kCpuTotal;
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kOperator, o), 0),
+            (std::vector<std::string>{"outer", "wide", "inner"}));
+  // The UserDefined table measures no self time: CPUSelf orders it as CPUTotal.
+  for (const SortKey key : {SortKey::kCpuSelf, SortKey::kCpuTotal}) {
+    o.sorted_by = key;
+    const profkit::SummaryTable udf = profkit_test::table_of(*r, SummaryView::kUserDefined, o);
+    EXPECT_EQ(udf.find_column("Self CPU Total"), -1);
+    EXPECT_EQ(profkit_test::labels(udf, 0), (std::vector<std::string>{"my_range", "mark"}));
+  }
+}
+
+TEST(SummaryOperator, CpuSelfCanDisagreeWithCpuTotal) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 3000);
+  b.event(1, "wrapper", PK_EVENT_OPERATOR, 10, 1010);  // total 1000, self 100
+  b.event(1, "work", PK_EVENT_OPERATOR, 50, 950);      // total 900, self 900
+  b.event(1, "leaf", PK_EVENT_OPERATOR, 1100, 1600);   // total 500, self 500
+  auto r = b.build();
+  SummaryOptions o;
+  o.op_detail = false;
+  o.sorted_by = SortKey::kCpuSelf;
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kOperator, o), 0),
+            (std::vector<std::string>{"work", "leaf", "wrapper"}));
+  o.sorted_by = SortKey::kCpuTotal;
+  EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kOperator, o), 0),
+            (std::vector<std::string>{"wrapper", "work", "leaf"}));
+}

@@ -405,11 +405,11 @@ TEST(SummaryViews, OnlyTheSelectedTablesInViewOrder) {
 
 TEST(SummaryOptionsCheck, OutOfRangeValuesNameTheValidOnes) {
   try {
-    profkit::make_summary_options(8, true, false, 1, 0, 0);
-    FAIL() << "sorted_by 8 accepted";
+    profkit::make_summary_options(9, true, false, 1, 0, 0);
+    FAIL() << "sorted_by 9 accepted";
   } catch (const profkit::Error& e) {
     EXPECT_EQ(e.status(), PK_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("GPUMin=7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GPUMin=7, CPUSelf=8"), std::string::npos) << e.what();
   }
   EXPECT_THROW(profkit::make_summary_options(-1, true, false, 1, 0, 0), profkit::Error);
   EXPECT_THROW(profkit::make_summary_options(0, true, false, 4, 0, 0), profkit::Error);

@@ -43,9 +43,10 @@ def test_enum_values():
     ]
     assert [(t.name, t.value) for t in profiler.ProfilerTarget] == [("CPU", 0), ("GPU", 1), ("XPU", 2), ("CUSTOM_DEVICE", 3)]
     assert [k.name for k in profiler.SortedKeys] == [
-        "CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin"
+        "CPUTotal", "CPUAvg", "CPUMax", "CPUMin", "GPUTotal", "GPUAvg", "GPUMax", "GPUMin",  # paddle.profiler's
+        "CPUSelf",  # profkit's own
     ]  # fmt: skip
-    assert [k.value for k in profiler.SortedKeys] == list(range(8))
+    assert [k.value for k in profiler.SortedKeys] == list(range(9))
     assert [v.name for v in profiler.SummaryView] == [
         "DeviceView", "OverView", "ModelView", "DistributedView", "KernelView",
         "OperatorView", "MemoryView", "MemoryManipulationView", "UDFView",

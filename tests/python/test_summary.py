@@ -194,7 +194,7 @@ def test_options_accept_ints_enum_members_and_names(run):
     [
         ({"time_unit": "min"}, "time_unit must be one of 's', 'ms', 'us', 'ns'"),
         ({"time_unit": 1}, "time_unit must be one of"),
-        ({"sorted_by": 8}, r"sorted_by must be one of CPUTotal \(0\)"),
+        ({"sorted_by": 9}, r"sorted_by must be one of CPUTotal \(0\).*CPUSelf \(8\)"),
         ({"sorted_by": "cpu"}, "GPUMin"),
         ({"sorted_by": True}, "sorted_by"),
         ({"views": 9}, r"UDFView \(8\)"),
@@ -288,3 +288,32 @@ def test_a_range_still_open_when_the_window_closes_is_said_first(capsys):
     assert first.startswith("Warning: 1 events were still open when the window closed"), first
     names = prof.profiler_result.events["name"].tolist()
     assert "ended" in names and "never ended" not in names
+
+
+def test_self_cpu_time_leaves_out_nested_events_and_orders_rows():
+    """An operator's self time is its time outside every event nested in it
+    (torch.profiler's self_cpu_time_total); CPUSelf orders by it."""
+    _C.set_state(CLOSED)
+    _C.collect()
+    _C.set_state(RECORD)
+    _C.begin_event_str("wrapper", OPERATOR)
+    _C.begin_event_str("work", OPERATOR)
+    time.sleep(0.03)
+    _C.end_event()
+    _C.end_event()
+    _C.begin_event_str("leaf", OPERATOR)
+    time.sleep(0.01)
+    _C.end_event()
+    _C.set_state(CLOSED)
+    result = _C.collect()
+    table = _summary.summary_data(result, views=SummaryView.OperatorView, op_detail=False)["OperatorView"]
+    rows = {row[0]: dict(zip(table.columns, row)) for row in table.rows}
+    for name in rows:
+        assert 0 <= rows[name]["Self CPU Total"] <= rows[name]["CPU Total"]
+    assert rows["work"]["Self CPU Total"] == rows["work"]["CPU Total"]  # nothing nested
+    nested = rows["wrapper"]["CPU Total"] - rows["work"]["CPU Total"]
+    assert rows["wrapper"]["Self CPU Total"] == pytest.approx(nested, abs=1e-9)
+    assert [r[0] for r in table.rows] == ["wrapper", "work", "leaf"]  # by CPU total
+    by_self = _summary.summary_data(result, views=SummaryView.OperatorView, op_detail=False, sorted_by=SortedKeys.CPUSelf)
+    assert [r[0] for r in by_self["OperatorView"].rows] == ["work", "leaf", "wrapper"]
+    assert "Self CPU Total / Ratio(%)" in _summary.summary_text(result, views="OperatorView", sorted_by="CPUSelf")

@@ -830,6 +830,9 @@ typedef enum pk_sort_key {
   PK_SORT_GPU_AVG = 5,
   PK_SORT_GPU_MAX = 6,
   PK_SORT_GPU_MIN = 7,
+  /* Since 1.21: self CPU time, the Operator table's "Self CPU Total"; the
+   * other tables order by CPU total under it. Descending. */
+  PK_SORT_CPU_SELF = 8,
   PK_SORT_KEY_MAX_ENUM = 0x7FFFFFFF /* not a key: keeps the enum 32 bits wide (since 1.15) */
 } pk_sort_key;
 
@@ -900,6 +903,9 @@ PK_API pk_status pk_result_summary_text(const pk_result* r, const pk_summary_opt
  *               "nested":bool,"levels":[..],"rows":[[label, value, ..], ..],
  *               "notes":[..],"empty_reason":".."}, ..]}
  * Times are in the chosen unit, ratios in percent, missing values null.
+ * Since 1.21, the Operator table has "Self CPU Total" and "Self CPU
+ * Ratio(%)" columns after the CPU ones (time outside the events nested in
+ * each call), and with group_by_input_shape an "Input Shapes" column last.
  * Since 1.20, the Operator table has a "FLOPs" column (kind "flops", whole
  * floating-point operations) when some event carries an integer "flops"
  * argument (pk_event_arg_int); the text shows it with a decimal prefix.
