@@ -83,8 +83,9 @@ uint32_t OperatorTable::shapes_of(uint64_t event) {
     if (!is_shapes(*it)) continue;
     const auto id = static_cast<uint32_t>(it->value);
     uint32_t& canonical = canonical_shapes_[id];
-    if (canonical == kNone)
+    if (canonical == kNone) {
       canonical = shapes_by_text_.try_emplace(context_.result->strings.view(id), id).first->second;
+    }
     return canonical;
   }
   return kNone;
