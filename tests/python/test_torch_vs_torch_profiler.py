@@ -204,6 +204,26 @@ def test_operator_rows_per_input_shape_count_what_torch_profiler_counts(pk_torch
     assert counted[("aten::addmm", "[[3], [8, 10], [10, 3], [], []]")] == 1
 
 
+def test_self_cpu_time_is_what_nests_nothing_in_torch_profilers_tree(pk_torch, tmp_path, monkeypatch):
+    # An operator that encloses nothing in torch.profiler's tree has all its
+    # time as self time in profkit's Operator table; one that encloses
+    # something has less.
+    step = make_step()
+    expected_rows, _ = torch_profiler_step(step, tmp_path, monkeypatch)
+    parents = {parent for _, parent, _ in expected_rows}
+    table = profkit_result(step, pk_torch, "native").summary_data(
+        views=profkit.SummaryView.OperatorView, op_detail=False, time_unit="ns"
+    )["OperatorView"]
+    total, own = table.columns.index("CPU Total"), table.columns.index("Self CPU Total")
+    rows = {row[0]: row for row in table.rows if row[0].startswith("aten::")}
+    leaves = [name for name in rows if name not in parents]
+    assert "aten::addmm" in parents and "aten::exp" in leaves  # addmm encloses an operator here, exp none
+    for name in leaves:
+        assert rows[name][own] == rows[name][total], name
+    for name in set(rows) & parents:
+        assert rows[name][own] < rows[name][total], name
+
+
 def test_fallback_records_only_operators_the_native_hook_records(pk_torch):
     step = make_step()
     native = [r for r in profkit_step(step, pk_torch, "native")[0] if r[0].startswith("aten::")]
