@@ -66,6 +66,12 @@ PK_NOINLINE void instant_recording(uint32_t window, pk_name_id name, uint8_t typ
   if (tb != nullptr) tb->instant(window, name, type);
 }
 
+PK_NOINLINE void whole_event_recording(uint32_t window, pk_name_id name, uint8_t type, uint64_t start_ns,
+                                       uint64_t end_ns) noexcept {
+  ThreadBuffer* tb = profkit::current_thread_buffer();
+  if (tb != nullptr) tb->whole_event(window, name, type, start_ns, end_ns);
+}
+
 PK_NOINLINE void arg_recording(uint32_t window, pk_name_id key, RecordKind kind, uint64_t value) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
   if (tb != nullptr) tb->arg(window, key, kind, value);
@@ -125,6 +131,12 @@ PK_API void pk_instant_event(pk_name_id name, pk_event_type type) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
   instant_recording(window, name, record_type(type));
+}
+
+PK_API void pk_complete_event(pk_name_id name, pk_event_type type, uint64_t start_ns, uint64_t end_ns) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  whole_event_recording(window, name, record_type(type), start_ns, end_ns);
 }
 
 PK_API void pk_event_arg_int(pk_name_id key, int64_t value) noexcept {

@@ -23,6 +23,8 @@ enum class RecordKind : uint16_t {
   kStep = 6,        // a ProfileStep event: a = start ticks, b = end ticks; followed by one kStepMore
   kStepMore = 7,    // a = step number, b = num_samples (0: none). The name "ProfileStep#<n>"
                     // is made at collect, so a step costs no interning (nor a name kept forever)
+  kWholeEvent = 8,  // an event recorded after it ended (pk_complete_event): a = start ns,
+                    // b = end ns (CLOCK_MONOTONIC, not ticks), name/type; nested by time at collect
 };
 
 struct RawRecord {

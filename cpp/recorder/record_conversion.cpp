@@ -1,5 +1,6 @@
 #include "recorder/record_conversion.h"
 
+#include <algorithm>
 #include <string>
 
 #include "recorder/open_event_args.h"
@@ -48,6 +49,9 @@ class RecordConverter {
           if (rec.kind == RecordKind::kEvent) open_args_.on_event_end(rec, [&](const RawRecord& arg) { add_arg(arg); });
           break;
         }
+        case RecordKind::kWholeEvent:
+          builder_.add_whole_event(thread_, {rec.a, std::max(rec.a, rec.b), names_(rec.name), rec.type, 0, 0});
+          break;
         case RecordKind::kArgInt:
         case RecordKind::kArgStr:
           open_args_.add(rec);

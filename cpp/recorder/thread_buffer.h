@@ -138,6 +138,14 @@ class alignas(64) ThreadBuffer {
     append({now, now, name, type, static_cast<uint8_t>(d > 255 ? 255 : d), RecordKind::kInstant});
   }
 
+  // An event that already ended, with its times in ns. It takes no part in
+  // the stack of open events: collect nests it among the thread's other
+  // events by time (its depth hint only orders the sort).
+  void whole_event(uint32_t window, uint32_t name, uint8_t type, uint64_t start_ns, uint64_t end_ns) noexcept {
+    if (PK_UNLIKELY(w_.window != window)) start_window(window);
+    append({start_ns, end_ns, name, type, 0, RecordKind::kWholeEvent});
+  }
+
   // Attaches an argument to the innermost open event; ignored if none is open.
   void arg(uint32_t window, uint32_t key, RecordKind kind, uint64_t value) noexcept {
     uint64_t start = 0;

@@ -12,6 +12,12 @@ namespace {
 // calls carry hint 255 so they nest inside a host event that starts with them.
 constexpr uint8_t kRuntimeCallDepthHint = 255;
 
+// Events recorded whole carry hint 254: a value no argument looks for (an
+// argument names its event by start and stack index, and no open event sits
+// 254 deep in practice), and at equal start and end they nest inside the
+// event recorded through the stack, which is the one that enclosed them.
+constexpr uint8_t kWholeEventDepthHint = 254;
+
 uint64_t start_depth_key(uint64_t start_ns, uint8_t depth) {
   // Depth fills the low 8 bits that the shift leaves zero, so two keys are
   // equal only for the same depth and the same start (modulo 2^56 ns, more
@@ -39,6 +45,12 @@ void ResultBuilder::add_event(uint32_t thread, const pk_host_event& event) { thr
 void ResultBuilder::add_arg(uint32_t thread, uint64_t event_start_ns, uint8_t event_depth, uint32_t key,
                             pk_arg_kind kind, int64_t value) {
   threads_[thread].args.push_back({event_start_ns, key, event_depth, static_cast<uint8_t>(kind), value});
+}
+
+void ResultBuilder::add_whole_event(uint32_t thread, const pk_host_event& event) {
+  pk_host_event e = event;
+  e.depth = kWholeEventDepthHint;
+  threads_[thread].events.push_back(e);
 }
 
 void ResultBuilder::add_runtime_call(uint32_t thread, const pk_host_event& event, uint32_t correlation_id) {

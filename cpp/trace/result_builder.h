@@ -47,6 +47,11 @@ class ResultBuilder {
   void add_arg(uint32_t thread, uint64_t event_start_ns, uint8_t event_depth, uint32_t key, pk_arg_kind kind,
                int64_t value);
 
+  // An event recorded after it ended (pk_complete_event). It has no depth
+  // of its own (it was on no stack) and no argument ever targets it; its
+  // place among the thread's events comes from time alone.
+  void add_whole_event(uint32_t thread, const pk_host_event& event);
+
   // A CUDA runtime call (a CudaRuntime host event) with its correlation id.
   void add_runtime_call(uint32_t thread, const pk_host_event& event, uint32_t correlation_id);
 

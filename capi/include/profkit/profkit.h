@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 21
+#define PK_API_VERSION_MINOR 22
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -361,6 +361,19 @@ static inline int pk_writer_try_end(pk_thread_writer* w, uint32_t window) {
 
 /* Records a zero-duration event at the current time on the calling thread. */
 PK_API void pk_instant_event(pk_name_id name, pk_event_type type) PK_NOEXCEPT;
+
+/* Records an event that has already ended, from start_ns to end_ns (times
+ * from pk_now_ns()), on the calling thread (since 1.22). It is not on the
+ * thread's stack of open events, so it pairs with nothing: the result nests
+ * it among the thread's other events by time alone, and one that overlaps an
+ * event without containing it or being contained sits beside it. For a
+ * tracer that learns of an event's start only when it ends, or that cannot
+ * keep begin/end last-in-first-out with the events around it (profkit's
+ * Python call tracer, with_stack). An end before the start is recorded as
+ * zero-length at the start. No argument attaches to it. Recorded only while
+ * recording: the caller is to take start_ns inside the window. Same cost
+ * rules as pk_begin_event. */
+PK_API void pk_complete_event(pk_name_id name, pk_event_type type, uint64_t start_ns, uint64_t end_ns) PK_NOEXCEPT;
 
 /* Attaches a key/value argument to the calling thread's innermost open event
  * (for example input shapes or a collective's byte count). Ignored when not
