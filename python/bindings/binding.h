@@ -106,5 +106,6 @@ void bind_record_event(py::module_& m);                        // record_event.c
 void bind_gpu(py::module_& m);                                 // gpu.cpp: GPU tracing control
 void bind_summary(py::class_<Result>& result);                 // summary.cpp: summary tables
 void bind_placement(py::class_<Result>& result);               // placement.cpp: Chrome export for merged timelines
+void bind_python_tracer(py::module_& m);                       // python_tracer.cpp: with_stack's call tracer
 
 }  // namespace profkit_py

@@ -13,6 +13,7 @@ PYBIND11_MODULE(_C, m) {
   profkit_py::bind_result(m, result);
   profkit_py::bind_record_event(m);
   profkit_py::bind_gpu(m);
+  profkit_py::bind_python_tracer(m);
   profkit_py::bind_summary(result);
   profkit_py::bind_placement(result);
 }

@@ -33,7 +33,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
 
-from . import _C, _lifecycle, _multiprocessing_children, _rank, _summary, _window_listeners
+from . import _C, _lifecycle, _multiprocessing_children, _python_stacks, _rank, _summary, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
 from ._profiler_arguments import (
     MIN_MEMORY_CAP,
@@ -53,6 +53,8 @@ __all__ = ["Profiler", "DEFAULT_LOG_DIR"]
 
 #: Where the default on_trace_ready writes (paddle.profiler's default).
 DEFAULT_LOG_DIR = "./profiler_log/"
+
+_python_stacks.install()  # with_stack's tracer follows the recording windows
 
 _CLOSED = ProfilerState.CLOSED
 
@@ -228,6 +230,13 @@ class Profiler:
             (torch's allocations and frees) and with_flops (the FLOPs of
             matrix products, convolutions, mul and add: a FLOPs column in
             the Operator summary).
+        with_stack: record the Python calls made on the thread that drives
+            the Profiler (every Python function and built-in function call,
+            as torch.profiler's ``with_stack``) as PythonOp events, so that
+            operators and ranges nest under the code that ran them, in the
+            timeline and in ``export_stacks``'s flame graphs. It costs about
+            a microsecond per Python call (BENCHMARKS.md); profkit's own
+            calls are left out.
         emit_nvtx, custom_device_types: not supported; a ProfilerWarning
             says so when set (``prof.custom_device_types`` keeps the value).
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
@@ -250,6 +259,7 @@ class Profiler:
         emit_nvtx: bool = False,
         custom_device_types: Optional[Iterable[str]] = None,
         with_flops: bool = False,
+        with_stack: bool = False,
         benchmark_warmup_steps: int = DEFAULT_WARMUP_STEPS,
         memory_cap: Optional[int] = None,
     ) -> None:
@@ -264,6 +274,7 @@ class Profiler:
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_flops = bool(with_flops)
+        self.with_stack = bool(with_stack)
         self.custom_device_types = warn_unsupported(emit_nvtx, custom_device_types)
         #: The number of the step in progress.
         self.step_num = 0

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from profkit import _C
+from profkit import ProfilerState, _C, _python_stacks
 from profkit import profiler as profiler_module
 
 
@@ -15,6 +15,7 @@ def clean_engine():
     _C.collect()
     yield
     profiler_module._active_ref = None  # a test that failed mid-run leaves no Profiler behind
+    _python_stacks._on_window(None, ProfilerState.CLOSED)  # nor a with_stack tracer
     _C.set_state(0)
     # Run metadata is engine-wide and goes into every later window: a test
     # that leaves some set fails here, not some later test that reads a window.

@@ -1,0 +1,54 @@
+"""``Profiler(with_stack=True)``: the Python calls of the Profiler's thread, as PythonOp events.
+
+The tracer itself is C (``python/bindings/python_tracer.cpp``): a profile
+function that records each Python and built-in function call when it
+returns. This module switches it on when a with_stack Profiler's recording
+window opens and off when the window closes (a window listener: it runs on
+the Profiler's thread, before the engine changes state, so calls still open
+at the close are recorded up to it while the engine still records).
+
+Only the thread that drives the Profiler is traced: CPython sets a profile
+function per thread. Where another one is set on that thread (cProfile, a
+debugger's profiler), profkit leaves it in place, records no Python calls,
+and says so with a ProfilerWarning.
+
+Thread-safety: called with the GIL held, on the Profiler's thread.
+"""
+
+import os
+from typing import TYPE_CHECKING, Optional
+
+from . import _C, _window_listeners
+from ._enums import ProfilerState
+from ._warnings import warn_at_caller
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .profiler import Profiler
+
+__all__ = ["install"]
+
+# The calls of profkit's own code (and all they call) are left out.
+_OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+_tracing = False
+
+
+def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
+    global _tracing
+    wanted = profiler is not None and profiler.with_stack and state.is_recording
+    if wanted and not _tracing:
+        _tracing = _C.python_tracer_start(_OWN_PREFIX)
+        if not _tracing:
+            warn_at_caller(
+                "profkit: with_stack records no Python calls in this window: another profile function "
+                "(sys.setprofile: cProfile, a debugger or another profiler) is set on this thread, and "
+                "profkit does not replace it. Stop that one to record them."
+            )
+    elif not wanted and _tracing:
+        _C.python_tracer_stop()
+        _tracing = False
+
+
+def install() -> None:
+    """Follows the Profilers' recording windows (idempotent)."""
+    _window_listeners.add(_on_window)

@@ -1,0 +1,50 @@
+"""with_stack with the PyTorch integration: operators nest under the Python code that ran them."""
+
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test.sh installs the CPU build)")
+
+import profkit  # noqa: E402
+from profkit import TracerEventType  # noqa: E402
+
+nn = torch.nn
+
+
+def ancestors(result, index):
+    """Names from the event's parent up to its root."""
+    events = result.events
+    out = []
+    parent = events[index]["parent"]
+    while parent >= 0:
+        out.append(events[parent]["name"])
+        parent = events[parent]["parent"]
+    return out
+
+
+def test_operators_sit_under_the_module_code_and_the_builtin_that_called_them(pk_torch):
+    pk_torch.enable()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    with profkit.Profiler(targets=[profkit.ProfilerTarget.CPU], on_trace_ready=lambda p: None, with_stack=True) as p:
+        model(x).sum().backward()
+    result = p.profiler_result
+    events = result.events
+    linear_forward = nn.Linear.forward.__code__
+    qualname = "Linear.forward" if sys.version_info >= (3, 11) else "forward"
+    forward_frame = f"{linear_forward.co_filename}({linear_forward.co_firstlineno}): {qualname}"
+    linears = [i for i, e in enumerate(events) if e["name"] == "aten::linear"]
+    assert len(linears) == 2
+    for index in linears:
+        chain = ancestors(result, index)
+        assert chain[0] == "<built-in function torch._C._nn.linear>"
+        assert chain[1] == forward_frame
+        assert "Sequential.forward" in chain  # the integration's Forward event, around the module's code
+    # Backward's operators run on the autograd engine's threads or under
+    # backward(): the Python call that started them encloses those on this thread.
+    python_ops = events[events["type"] == int(TracerEventType.PythonOp)]
+    assert any(name.endswith(": Tensor.backward" if sys.version_info >= (3, 11) else ": backward")
+               for name in python_ops["name"])
+    assert result.info["unfinished_events"] == 0

@@ -1,0 +1,242 @@
+"""Profiler(with_stack=True): the Python calls of the Profiler's thread as PythonOp events."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+import profkit
+from profkit import ProfilerWarning, RecordEvent, TracerEventType
+
+PYTHON_OP = int(TracerEventType.PythonOp)
+HERE = os.path.abspath(__file__)
+PROFKIT_DIR = os.path.dirname(os.path.abspath(profkit.__file__))
+
+
+def frame_name(function):
+    """The name with_stack gives a Python function's calls."""
+    code = function.__code__
+    qualname = code.co_qualname if sys.version_info >= (3, 11) else code.co_name
+    return f"{code.co_filename}({code.co_firstlineno}): {qualname}"
+
+
+def record(body, **options):
+    """Runs body(prof) inside one recording window; returns the window's result."""
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, timer_only=False, **options)
+    prof.start()
+    try:
+        body(prof)
+    finally:
+        prof.stop()
+    return prof.profiler_result
+
+
+def python_ops(result):
+    events = result.events
+    return events[events["type"] == PYTHON_OP]
+
+
+def parent_name(result, index):
+    parent = result.events[index]["parent"]
+    return None if parent < 0 else result.events[parent]["name"]
+
+
+def indices_named(result, name):
+    return [i for i, e in enumerate(result.events) if e["name"] == name]
+
+
+def leaf(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def middle():
+    with RecordEvent("range"):
+        leaf(200)
+    return sorted([3, 1, 2])
+
+
+class Model:
+    def forward(self):
+        return middle()
+
+
+def test_calls_nest_under_their_callers_and_ranges_under_the_call_that_opened_them():
+    model = Model()
+
+    def body(prof):
+        model.forward()
+        prof.step()
+        model.forward()
+
+    result = record(body, with_stack=True)
+    forwards = indices_named(result, frame_name(Model.forward))
+    assert len(forwards) == 2
+    for index in indices_named(result, frame_name(middle)):
+        assert parent_name(result, index) == frame_name(Model.forward)
+    ranges = indices_named(result, "range")
+    assert len(ranges) == 2
+    for index in ranges:
+        assert parent_name(result, index) == frame_name(middle)
+    for index in indices_named(result, frame_name(leaf)):
+        assert parent_name(result, index) == "range"
+    sorts = indices_named(result, "<built-in function builtins.sorted>")
+    assert len(sorts) == 2
+    assert all(parent_name(result, i) == frame_name(middle) for i in sorts)
+    assert all(result.events[i]["type"] == PYTHON_OP for i in forwards + sorts)
+    # A call lies within its caller.
+    events = result.events
+    for index in indices_named(result, frame_name(middle)):
+        parent = events[events[index]["parent"]]
+        assert parent["start_ns"] <= events[index]["start_ns"] <= events[index]["end_ns"] <= parent["end_ns"]
+
+
+def test_profkits_own_calls_and_calls_begun_before_the_window_are_left_out():
+    def body(prof):
+        leaf(10)
+        prof.step()  # profkit's step(): its timer, its state changes
+        leaf(10)
+
+    result = record(body, with_stack=True)
+    names = set(python_ops(result)["name"])
+    assert frame_name(leaf) in names
+    assert not [n for n in names if PROFKIT_DIR in n or "profkit." in n], names
+    assert not [n for n in names if "perf_counter" in n or "step_begin" in n], names
+    # record() and this test began before the window opened; body() in it.
+    assert frame_name(body) in names
+    assert frame_name(record) not in names
+    assert not [n for n in names if n.endswith("test_profkits_own_calls_and_calls_begun_before_the_window_are_left_out")]
+
+
+def test_without_with_stack_no_python_calls_are_recorded():
+    result = record(lambda prof: leaf(10))
+    assert len(python_ops(result)) == 0
+
+
+def test_a_call_open_when_the_window_closes_is_recorded_up_to_the_close():
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, timer_only=False, with_stack=True)
+
+    def runs_past_the_close():
+        leaf(50)
+        prof.stop()
+
+    prof.start()
+    runs_past_the_close()
+    result = prof.profiler_result
+    [index] = indices_named(result, frame_name(runs_past_the_close))
+    inner = indices_named(result, frame_name(leaf))
+    assert [parent_name(result, i) for i in inner] == [frame_name(runs_past_the_close)]
+    assert result.events[index]["end_ns"] <= result.end_ns
+    assert result.info["unfinished_events"] == 0
+
+
+def test_a_call_that_raises_ends_where_the_exception_leaves_it():
+    def raises():
+        leaf(20)
+        raise KeyError("x")
+
+    def catches():
+        try:
+            raises()
+        except KeyError:
+            pass
+        leaf(5)
+
+    result = record(lambda prof: catches(), with_stack=True)
+    [raised] = indices_named(result, frame_name(raises))
+    assert parent_name(result, raised) == frame_name(catches)
+    leaves = indices_named(result, frame_name(leaf))
+    assert [parent_name(result, i) for i in leaves] == [frame_name(raises), frame_name(catches)]
+    assert result.events[leaves[1]]["start_ns"] >= result.events[raised]["end_ns"]
+
+
+def test_each_resumption_of_a_generator_is_a_call():
+    def numbers():
+        for i in range(3):
+            yield leaf(i)
+
+    def consume():
+        return list(numbers())
+
+    result = record(lambda prof: consume(), with_stack=True)
+    resumptions = indices_named(result, frame_name(numbers))
+    assert len(resumptions) == 4  # three yields and the final return
+    assert {parent_name(result, i) for i in resumptions} == {frame_name(consume)}  # list() is a type: no call of its own
+
+
+def test_only_the_profilers_thread_is_traced():
+    def other_thread_work():
+        leaf(30)
+
+    def body(prof):
+        thread = threading.Thread(target=other_thread_work)
+        thread.start()
+        thread.join()
+        leaf(5)
+
+    result = record(body, with_stack=True)
+    names = list(python_ops(result)["name"])
+    assert frame_name(other_thread_work) not in names
+    assert names.count(frame_name(leaf)) == 1
+    assert set(python_ops(result)["tid"]) == {threading.get_native_id()}
+
+
+def test_another_profile_function_is_left_in_place_with_a_warning():
+    calls = []
+
+    def theirs(frame, event, arg):
+        calls.append(event)
+
+    sys.setprofile(theirs)
+    try:
+        with pytest.warns(ProfilerWarning, match="another profile function"):
+            result = record(lambda prof: leaf(10), with_stack=True)
+        assert sys.getprofile() is theirs
+    finally:
+        sys.setprofile(None)
+    assert len(python_ops(result)) == 0
+    assert "call" in calls
+
+
+def test_every_window_of_a_schedule_is_traced_and_nothing_between_them():
+    seen = []
+
+    def marker(step):
+        return step
+
+    prof = profkit.Profiler(
+        scheduler=profkit.make_scheduler(closed=1, ready=0, record=2, repeat=2),
+        on_trace_ready=lambda p: seen.append(p.profiler_result),
+        timer_only=False,
+        with_stack=True,
+    )
+    prof.start()
+    for step in range(6):
+        marker(step)
+        prof.step()
+    prof.stop()
+    assert len(seen) == 2
+    for result in seen:
+        assert list(python_ops(result)["name"]).count(frame_name(marker)) == 2
+    assert not any(n == frame_name(marker) for n in python_ops(seen[0])["name"][2:])
+
+
+def test_the_calls_survive_the_pktrace_and_chrome_round_trips(tmp_path):
+    result = record(lambda prof: Model().forward(), with_stack=True)
+    want = sorted(python_ops(result)["name"])
+    assert frame_name(Model.forward) in want
+    result.save(tmp_path / "run.pktrace")
+    result.export_chrome_tracing(tmp_path / "run.trace.json")
+    for path in ("run.pktrace", "run.trace.json"):
+        loaded = profkit.load_profiler_result(tmp_path / path)
+        assert sorted(python_ops(loaded)["name"]) == want
+    summary = result.summary(views=[profkit.SummaryView.OverView])
+    assert "PythonOp" in summary
+
+
+def test_with_stack_is_kept_on_the_profiler():
+    assert profkit.Profiler(with_stack=True).with_stack is True
+    assert profkit.Profiler().with_stack is False
