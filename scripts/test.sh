@@ -62,6 +62,8 @@ python3 benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --worklo
 echo "ok  benchmarks/python/vs_torch_profiler.py --profile-memory"
 python3 benchmarks/python/vs_torch_profiler.py --smoke --with-flops --workload cnn >/dev/null
 echo "ok  benchmarks/python/vs_torch_profiler.py --with-flops"
+python3 benchmarks/python/vs_torch_profiler.py --smoke --with-stack --workload mlp >/dev/null
+echo "ok  benchmarks/python/vs_torch_profiler.py --with-stack"
 
 step "clang-format"
 git ls-files '*.c' '*.cpp' '*.h' '*.cu' | xargs clang-format --dry-run --Werror

@@ -39,6 +39,7 @@ the size; export >= 10x faster.
     python benchmarks/python/vs_torch_profiler.py [--workload ops|mlp|cnn|all] [--rounds 21] [--floor] [--json F]
     python benchmarks/python/vs_torch_profiler.py --profile-memory   # both also record every allocation
     python benchmarks/python/vs_torch_profiler.py --with-flops       # both also count FLOPs
+    python benchmarks/python/vs_torch_profiler.py --with-stack       # both also record Python calls
     python benchmarks/python/vs_torch_profiler.py --smoke    # CI: a few steps, checks it runs
 
 Without PyTorch it prints why it skipped and exits 0.
@@ -82,6 +83,11 @@ def parse_args():
         "--with-flops",
         action="store_true",
         help="both profilers also count operators' FLOPs (with_flops=True)",
+    )
+    p.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="both profilers also record the Python calls (with_stack=True)",
     )
     p.add_argument(
         "--floor",
@@ -174,7 +180,7 @@ def run_baseline(run):
 
 
 def run_torch_profiler(torch, run, out_dir, **options):
-    """One round under torch.profiler; ``options`` (profile_memory, with_flops) go to it."""
+    """One round under torch.profiler; ``options`` (profile_memory, with_flops, with_stack) go to it."""
     from torch.profiler import ProfilerActivity, profile
 
     prof = profile(activities=[ProfilerActivity.CPU], **options)
@@ -196,7 +202,7 @@ def run_torch_profiler(torch, run, out_dir, **options):
 
 
 def run_profkit(pk_torch, profkit, run, out_dir, **options):
-    """One round under profkit; ``options`` (profile_memory, with_flops) go to its Profiler."""
+    """One round under profkit; ``options`` (profile_memory, with_flops, with_stack) go to its Profiler."""
     prof = profkit.Profiler(on_trace_ready=lambda p: None, **options)
     with contextlib.redirect_stdout(io.StringIO()):  # the Perf Summary
         prof.start()
@@ -335,7 +341,7 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
     run = make_workload(torch, kind, args.steps)
     for _ in range(2):  # warm-up: allocator, oneDNN primitives, both profilers' first use
         run(lambda: None)
-    options = {"profile_memory": args.profile_memory, "with_flops": args.with_flops}
+    options = {"profile_memory": args.profile_memory, "with_flops": args.with_flops, "with_stack": args.with_stack}
     run_torch_profiler(torch, run, out_dir, **options)
     pk_torch.enable(backend=args.backend)
     run_profkit(pk_torch, profkit, run, out_dir, **options)
@@ -398,6 +404,7 @@ def benchmark(torch, profkit, pk_torch, kind, args, out_dir, empty=None):
         "workload": kind,
         "profile_memory": args.profile_memory,
         "with_flops": args.with_flops,
+        "with_stack": args.with_stack,
         "steps_per_round": args.steps,
         "rounds": args.rounds,
         "step_ms": {name: med[name] * 1e3 for name in names},
@@ -434,7 +441,7 @@ def ratio_interval(profkit_overheads, torch_overheads, resamples=2000, seed=0):
 def report(f, verbose=False):
     tp, pk = f["torch.profiler"], f["profkit"]
     ov = f["overhead_ms"]
-    options = "".join(f", {name}" for name in ("profile_memory", "with_flops") if f.get(name))
+    options = "".join(f", {name}" for name in ("profile_memory", "with_flops", "with_stack") if f.get(name))
     print(f"== {f['workload']}{options}: {f['steps_per_round']} steps x {f['rounds']} rounds, medians ==")
     print(f"step time: baseline {f['step_ms']['baseline']:.3f} ms")
     if verbose:
