@@ -12,24 +12,30 @@
 // used: a Python call returns while the events it began go on (a
 // RecordEvent's __enter__ begins a range that its with block ends), so the
 // calls do not nest last-in-first-out with the engine's events; recorded
-// whole, they are nested by time at collect.
+// whole, they are nested by time at collect. A return is paired with its call
+// by frame, so that returns of calls the tracer never saw begin (those open
+// when it started) are told apart.
 //
-// What is left out: profkit's own frames (its package's code, and built-in
-// functions of its modules and types) and everything they call, so that the
-// Profiler's bookkeeping (step(), the state changes, the timer) does not
-// show; calls that were open when the tracer started (they began before the
-// window). Calls still open when the window closes are recorded up to the
-// close (stop()).
+// What is left out: profkit's own code -- its package's Python functions and
+// the built-in functions of its modules and types -- and everything it calls,
+// so that the Profiler's bookkeeping (step(), its timer, the engine calls)
+// does not show; except that profkit's functions that call the user's code
+// (a function under @RecordEvent, a dataset read through wrap_dataloader,
+// the PyTorch integration's wrappers) pass it through: they are left out,
+// as are the built-ins they call themselves, but the Python code they call
+// is recorded. Calls open when the tracer started are left out (they began
+// before the window); calls still open when the window closes are recorded
+// up to the close (stop()).
 //
 // Cost: one profile-function call per Python and C call (CPython's own
 // overhead of a profile function, plus a clock read at the call and a clock
 // read and one record at the return); names come from caches keyed by code
 // object and by built-in function, so a name is built and interned once.
 //
-// Thread-safety: start/stop and the profile function run with the GIL
-// held; the tracer is per thread (PyEval_SetProfile sets the calling
-// thread's). The caches are guarded by the GIL. A thread whose tracer was
-// stopped from another thread removes it at its next call.
+// Thread-safety: start/stop and the profile function run with the GIL held;
+// the tracer is per thread (PyEval_SetProfile sets the calling thread's).
+// The caches are guarded by the GIL. A thread whose tracer was stopped from
+// another thread removes it at its next call.
 #include <Python.h>
 
 #include <atomic>
@@ -37,6 +43,7 @@
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -50,16 +57,24 @@ namespace {
 std::atomic<uint64_t> g_generation{0};
 std::string g_own_prefix;  // profkit's package directory, with a trailing separator
 
-// The name of a call that is not recorded: profkit's own (and then nothing
-// it calls is), or one begun while not recording.
-constexpr pk_name_id kLeftOut = 0;
+// How a call is treated.
+enum class CallKind : uint8_t {
+  kRecorded,     // recorded, as are its callees
+  kHidden,       // profkit's own: not recorded, nor anything it calls
+  kPassThrough,  // profkit's, calling the user's code: not recorded, nor its built-ins; its Python callees are
+};
+
+struct CodeInfo {
+  pk_name_id name;  // 0 unless kRecorded
+  CallKind kind;
+};
 
 // A call open on the thread: when it began and what to record it as.
 struct OpenCall {
   uint64_t start_ns;
-  pk_name_id name;       // kLeftOut: not recorded
+  pk_name_id name;       // 0: not recorded (see kind, or it began while not recording)
   uint32_t window;       // the recording window it began in
-  bool leaves_out_all;   // profkit's own: the calls it makes are not recorded either
+  CallKind kind;         // what its callees inherit
   bool builtin;          // a built-in function's call (made from `frame`)
   PyFrameObject* frame;  // the call's frame (a built-in's: its caller's); identity only
 };
@@ -71,11 +86,12 @@ struct ThreadTracer {
 
 thread_local ThreadTracer t_tracer;
 
-// Name caches. Keys hold a reference to the object they are keyed by, so that
-// no other object takes its address while it is cached; released by stop().
-// A cache past kMaxCached entries (code made by exec in a loop) starts over.
+// Caches. Keys hold a reference to the object they are keyed by, so that no
+// other object takes its address while it is cached; released by stop(). A
+// cache past kMaxCached entries (code made by exec in a loop) starts over.
 constexpr size_t kMaxCached = 1 << 16;
-std::unordered_map<PyObject*, pk_name_id> g_code_names;  // code object -> name
+std::unordered_map<PyObject*, CodeInfo> g_codes;  // code object -> how its calls are treated
+std::unordered_set<PyObject*> g_pass_through;     // code objects of profkit's that call the user's code
 struct BuiltinKey {
   const PyMethodDef* method;
   PyObject* self_type;  // the bound object's type, or nullptr for a module function
@@ -86,13 +102,23 @@ struct BuiltinKeyHash {
     return std::hash<const void*>()(k.method) ^ (std::hash<const void*>()(k.self_type) << 1);
   }
 };
-std::unordered_map<BuiltinKey, pk_name_id, BuiltinKeyHash> g_builtin_names;
+std::unordered_map<BuiltinKey, pk_name_id, BuiltinKeyHash> g_builtins;  // 0: profkit's own
+
+void forget_codes() {
+  for (auto& entry : g_codes) Py_DECREF(entry.first);
+  g_codes.clear();
+}
+
+void forget_builtins() {
+  for (auto& entry : g_builtins) Py_XDECREF(entry.first.self_type);
+  g_builtins.clear();
+}
 
 void release_caches() {
-  for (auto& [code, name] : g_code_names) Py_DECREF(code);
-  g_code_names.clear();
-  for (auto& [key, name] : g_builtin_names) Py_XDECREF(key.self_type);
-  g_builtin_names.clear();
+  forget_codes();
+  forget_builtins();
+  for (PyObject* code : g_pass_through) Py_DECREF(code);
+  g_pass_through.clear();
 }
 
 // UTF-8 of a str object ("?" for anything else, or text that will not encode).
@@ -111,30 +137,40 @@ bool is_profkit_name(const char* dotted) {
   return dotted != nullptr && (std::strncmp(dotted, "profkit.", 8) == 0 || std::strcmp(dotted, "profkit") == 0);
 }
 
-pk_name_id code_name(PyCodeObject* code) {
+CodeInfo code_info(PyCodeObject* code) {
   PyObject* key = reinterpret_cast<PyObject*>(code);
-  const auto found = g_code_names.find(key);
-  if (found != g_code_names.end()) return found->second;
-  if (g_code_names.size() >= kMaxCached) {
-    for (auto& [cached, name] : g_code_names) Py_DECREF(cached);
-    g_code_names.clear();
-  }
+  const auto found = g_codes.find(key);
+  if (found != g_codes.end()) return found->second;
+  if (g_codes.size() >= kMaxCached) forget_codes();
   const std::string file = utf8_of(code->co_filename);
-  pk_name_id name = kLeftOut;
-  if (g_own_prefix.empty() || file.compare(0, g_own_prefix.size(), g_own_prefix) != 0) {
+  CodeInfo info{0, CallKind::kRecorded};
+  if (g_pass_through.count(key) != 0) {
+    info.kind = CallKind::kPassThrough;
+  } else if (!g_own_prefix.empty() && file.compare(0, g_own_prefix.size(), g_own_prefix) == 0) {
+    info.kind = CallKind::kHidden;
+  } else {
 #if PY_VERSION_HEX >= 0x030B0000
     PyObject* function = code->co_qualname;
 #else
     PyObject* function = code->co_name;
 #endif
     const std::string text = file + "(" + std::to_string(code->co_firstlineno) + "): " + utf8_of(function);
-    name = pk_intern(text.c_str());
+    info.name = pk_intern(text.c_str());
   }
   Py_INCREF(key);
-  g_code_names.emplace(key, name);
-  return name;
+  g_codes.emplace(key, info);
+  return info;
 }
 
+CallKind frame_kind(PyFrameObject* frame) {
+  if (frame == nullptr) return CallKind::kRecorded;
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  const CallKind kind = code_info(code).kind;
+  Py_DECREF(code);
+  return kind;
+}
+
+// The name of a built-in function's calls; 0 for profkit's own.
 pk_name_id builtin_name(PyObject* callable) {
   if (!PyCFunction_Check(callable)) {  // CPython passes built-in functions only
     static const pk_name_id other = pk_intern("<built-in callable>");
@@ -144,15 +180,12 @@ pk_name_id builtin_name(PyObject* callable) {
   PyObject* self = function->m_self;
   // pybind11 binds its functions to a record object of its own, not to the
   // module: they read as module functions (m_module names the module).
-  const bool bound = self != nullptr && !PyModule_Check(self) &&
-                     std::strncmp(Py_TYPE(self)->tp_name, "pybind11_builtins.", 18) != 0;
+  const bool bound =
+      self != nullptr && !PyModule_Check(self) && std::strncmp(Py_TYPE(self)->tp_name, "pybind11_builtins.", 18) != 0;
   const BuiltinKey key{function->m_ml, bound ? reinterpret_cast<PyObject*>(Py_TYPE(self)) : nullptr};
-  const auto found = g_builtin_names.find(key);
-  if (found != g_builtin_names.end()) return found->second;
-  if (g_builtin_names.size() >= kMaxCached) {
-    for (auto& [cached, name] : g_builtin_names) Py_XDECREF(cached.self_type);
-    g_builtin_names.clear();
-  }
+  const auto found = g_builtins.find(key);
+  if (found != g_builtins.end()) return found->second;
+  if (g_builtins.size() >= kMaxCached) forget_builtins();
   std::string text;
   bool own = false;
   if (bound) {
@@ -162,54 +195,55 @@ pk_name_id builtin_name(PyObject* callable) {
   } else {
     const std::string module = function->m_module != nullptr ? utf8_of(function->m_module) : "";
     own = is_profkit_name(module.c_str());
-    text = "<built-in function " + (module.empty() || module == "?" ? "" : module + ".") + function->m_ml->ml_name + ">";
+    text =
+        "<built-in function " + (module.empty() || module == "?" ? "" : module + ".") + function->m_ml->ml_name + ">";
   }
-  const pk_name_id name = own ? kLeftOut : pk_intern(text.c_str());
+  const pk_name_id name = own ? 0 : pk_intern(text.c_str());
   Py_XINCREF(key.self_type);
-  g_builtin_names.emplace(key, name);
+  g_builtins.emplace(key, name);
   return name;
 }
 
-// Records the call on top of the stack, ending now, if it is to be recorded.
+// Records a call ending now, if it is to be recorded.
 void record(const OpenCall& call, uint64_t now_ns) {
-  if (call.name != kLeftOut && call.window == pk_recording_word) {
+  if (call.name != 0 && call.window == pk_recording_word) {
     pk_complete_event(call.name, PK_EVENT_PYTHON_OP, call.start_ns, now_ns);
   }
 }
 
-// Whether the code running in `caller` is profkit's own.
-bool is_own_frame(PyFrameObject* caller) {
-  if (caller == nullptr) return false;
-  PyCodeObject* code = PyFrame_GetCode(caller);
-  const bool own = code_name(code) == kLeftOut;
-  Py_DECREF(code);
-  return own;
-}
-
 void on_call(ThreadTracer& t, PyFrameObject* frame, bool builtin, PyObject* function) {
-  const uint32_t window = pk_recording_word;
-  bool own;
+  // What the caller passes on: the open call on top, or, with none open, a
+  // frame that began before the tracer (a Python call's caller is the frame
+  // below its own; a built-in's, `frame`).
+  CallKind inherited;
   if (!t.open.empty()) {
-    own = t.open.back().leaves_out_all;
+    inherited = t.open.back().kind;
   } else if (builtin) {
-    own = is_own_frame(frame);  // a call from a frame that began before the tracer
+    inherited = frame_kind(frame);
   } else {
     PyFrameObject* caller = PyFrame_GetBack(frame);
-    own = is_own_frame(caller);
+    inherited = frame_kind(caller);
     Py_XDECREF(caller);
   }
-  pk_name_id name = kLeftOut;
-  if (!own && window != 0) {
-    if (builtin) {
-      name = builtin_name(function);
-    } else {
-      PyCodeObject* code = PyFrame_GetCode(frame);
-      name = code_name(code);
-      Py_DECREF(code);
-    }
-    own = name == kLeftOut;
+  pk_name_id name = 0;
+  CallKind kind = CallKind::kHidden;
+  if (inherited == CallKind::kHidden) {
+    // Inside profkit's own code: nothing is recorded.
+  } else if (builtin) {
+    // A pass-through function's own built-ins are its machinery; they pass
+    // through too, so that what they call (next() into a dataset) is recorded.
+    name = inherited == CallKind::kPassThrough ? 0 : builtin_name(function);
+    kind = inherited == CallKind::kPassThrough || name != 0 ? inherited : CallKind::kHidden;
+  } else {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const CodeInfo info = code_info(code);
+    Py_DECREF(code);
+    name = info.name;
+    kind = info.kind;
   }
-  t.open.push_back({name == kLeftOut ? 0 : pk_now_ns(), name, window, own, builtin, frame});
+  const uint32_t window = pk_recording_word;
+  if (window == 0) name = 0;
+  t.open.push_back({name != 0 ? pk_now_ns() : 0, name, window, kind, builtin, frame});
 }
 
 // Pairs a return with its call by frame: a return that matches no open call
@@ -219,7 +253,7 @@ void on_return(ThreadTracer& t, PyFrameObject* frame, bool builtin) {
   const auto pop_and_record = [&] {
     const OpenCall call = t.open.back();
     t.open.pop_back();
-    if (call.name != kLeftOut) record(call, pk_now_ns());
+    if (call.name != 0) record(call, pk_now_ns());
     return call.builtin;
   };
   if (builtin) {
@@ -262,30 +296,32 @@ int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   return 0;
 }
 
-// Records the calls still open on this thread as ending now.
-void flush_open_calls() {
-  const uint64_t now = pk_now_ns();
-  for (auto it = t_tracer.open.rbegin(); it != t_tracer.open.rend(); ++it) record(*it, now);
-}
-
-// python_tracer_start(own_prefix): traces this thread's calls from now on.
-// Returns False (tracing nothing) when another profile function (cProfile, a
-// profiler of another tool) is set on the thread: profkit does not replace it.
-bool start(const std::string& own_prefix) {
+// python_tracer_start(own_prefix, pass_through): traces this thread's calls
+// from now on. Returns False (tracing nothing) when another profile function
+// (cProfile, a profiler of another tool) is set on the thread: profkit does
+// not replace it.
+bool start(const std::string& own_prefix, const py::iterable& pass_through) {
   PyThreadState* state = PyThreadState_Get();
   if (state->c_profilefunc != nullptr && state->c_profilefunc != on_call_event) return false;
+  release_caches();
   g_own_prefix = own_prefix;
+  for (const py::handle code : pass_through) {
+    if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_start: pass_through holds code objects only");
+    if (g_pass_through.insert(code.ptr()).second) Py_INCREF(code.ptr());
+  }
   t_tracer.open.clear();
   t_tracer.generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
   PyEval_SetProfile(on_call_event, nullptr);
   return true;
 }
 
-// python_tracer_stop(): flushes, removes this thread's tracer and releases the
-// name caches; a tracer left on another thread removes itself.
+// python_tracer_stop(): records this thread's open calls up to now, removes
+// its tracer and releases the caches; a tracer left on another thread
+// removes itself.
 void stop() {
   if (t_tracer.generation != 0) {
-    flush_open_calls();
+    const uint64_t now = pk_now_ns();
+    for (auto it = t_tracer.open.rbegin(); it != t_tracer.open.rend(); ++it) record(*it, now);
     if (PyThreadState_Get()->c_profilefunc == on_call_event) PyEval_SetProfile(nullptr, nullptr);
     t_tracer.open.clear();
     t_tracer.generation = 0;
@@ -297,10 +333,11 @@ void stop() {
 }  // namespace
 
 void bind_python_tracer(py::module_& m) {
-  m.def("python_tracer_start", &start, py::arg("own_prefix"),
+  m.def("python_tracer_start", &start, py::arg("own_prefix"), py::arg("pass_through"),
         "Traces this thread's Python and built-in calls as PythonOp events (with_stack); "
         "False when another profile function is set on the thread. own_prefix: profkit's package "
-        "directory, whose code is left out.");
+        "directory, whose code is left out; pass_through: code objects of profkit's that call the "
+        "user's code, whose Python callees are recorded.");
   m.def("python_tracer_stop", &stop, "Records this thread's open calls up to now and stops tracing.");
 }
 

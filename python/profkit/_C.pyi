@@ -6,8 +6,8 @@ FileNotFoundError, OSError, ValueError, RuntimeError or MemoryError with the
 engine's message.
 """
 
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar, Union
+from types import CodeType, TracebackType
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union
 
 from ._enums import TracerEventType
 
@@ -56,7 +56,7 @@ def step_end(num_samples: int = 0) -> None:
 def current_step() -> int: ...
 
 # ---- with_stack's Python call tracer -----------------------------------------
-def python_tracer_start(own_prefix: str) -> bool:
+def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> bool:
     """Traces this thread's Python and built-in calls as PythonOp events; False when another profile function is set."""
 def python_tracer_stop() -> None:
     """Records this thread's open calls up to now and stops tracing."""

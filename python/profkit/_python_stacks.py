@@ -16,7 +16,7 @@ Thread-safety: called with the GIL held, on the Profiler's thread.
 """
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Set, TypeVar
 
 from . import _C, _window_listeners
 from ._enums import ProfilerState
@@ -25,10 +25,22 @@ from ._warnings import warn_at_caller
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
 
-__all__ = ["install"]
+__all__ = ["install", "calls_user_code"]
 
-# The calls of profkit's own code (and all they call) are left out.
+# The calls of profkit's own code (and all they call) are left out...
 _OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# ...but for these functions', which call the user's code: it is recorded.
+_PASS_THROUGH: Set[Any] = set()  # code objects
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def calls_user_code(function: F) -> F:
+    """Marks a profkit function that calls the user's code (a wrapper, a
+    decorator's inner function): with_stack leaves the function out but
+    records the Python code it calls. Returns the function unchanged."""
+    _PASS_THROUGH.add(function.__code__)
+    return function
 
 _tracing = False
 
@@ -37,7 +49,7 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     global _tracing
     wanted = profiler is not None and profiler.with_stack and state.is_recording
     if wanted and not _tracing:
-        _tracing = _C.python_tracer_start(_OWN_PREFIX)
+        _tracing = _C.python_tracer_start(_OWN_PREFIX, tuple(_PASS_THROUGH))
         if not _tracing:
             warn_at_caller(
                 "profkit: with_stack records no Python calls in this window: another profile function "

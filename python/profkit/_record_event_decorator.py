@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, TypeVar
 
 from ._C import RecordEvent
+from ._python_stacks import calls_user_code
 
 __all__ = ["decorate"]
 
@@ -38,6 +39,7 @@ def decorate(name: str, event_type: int, function: F) -> F:
         )
 
     @functools.wraps(function)
+    @calls_user_code
     def recorded(*args: Any, **kwargs: Any) -> Any:
         with RecordEvent(name, event_type):
             return function(*args, **kwargs)

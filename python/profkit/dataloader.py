@@ -23,6 +23,7 @@ nest: only the outermost one counts.
 from typing import Dict, Generic, Iterable, Iterator, Optional, TypeVar
 
 from . import _C
+from ._python_stacks import calls_user_code
 
 __all__ = ["dataloader_range", "wrap_dataloader", "DataloaderRange", "WrappedDataloader"]
 
@@ -81,6 +82,7 @@ class WrappedDataloader(Generic[T]):
         self._iterable = iterable
         self._name = name
 
+    @calls_user_code
     def __iter__(self) -> Iterator[T]:
         it = iter(self._iterable)
         name = self._name

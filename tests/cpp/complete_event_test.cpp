@@ -150,8 +150,9 @@ TEST_F(CompleteEventTest, EachThreadKeepsItsOwnAndTheirOrderIsByStart) {
     pk_thread_info info{};
     info.struct_size = sizeof info;
     ASSERT_EQ(pk_result_get_thread(r.get(), t, &info), PK_OK);
-    if (info.event_count == 3) mine.assign(ev.begin() + static_cast<std::ptrdiff_t>(info.first_event),
-                                           ev.begin() + static_cast<std::ptrdiff_t>(info.first_event + 3));
+    if (info.event_count == 3)
+      mine.assign(ev.begin() + static_cast<std::ptrdiff_t>(info.first_event),
+                  ev.begin() + static_cast<std::ptrdiff_t>(info.first_event + 3));
   }
   ASSERT_EQ(mine.size(), 3u);
   EXPECT_EQ(mine[0].start_ns, t0 + 10);

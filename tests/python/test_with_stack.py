@@ -111,6 +111,36 @@ def test_profkits_own_calls_and_calls_begun_before_the_window_are_left_out():
     assert not [n for n in names if n.endswith("test_profkits_own_calls_and_calls_begun_before_the_window_are_left_out")]
 
 
+@RecordEvent("decorated range")
+def decorated():
+    return leaf(40)
+
+
+class Dataset:
+    def __getitem__(self, index):
+        if index >= 2:
+            raise IndexError(index)
+        return leaf(index + 1)
+
+
+def test_the_users_code_that_profkit_calls_is_recorded_and_profkits_wrapper_is_not():
+    def body(prof):
+        decorated()
+        for _ in profkit.wrap_dataloader(iter(Dataset())):
+            pass
+
+    result = record(body, with_stack=True)
+    [range_index] = indices_named(result, "decorated range")
+    [function] = indices_named(result, frame_name(decorated.__wrapped__))
+    assert parent_name(result, function) == "decorated range"
+    assert parent_name(result, range_index) == frame_name(body)  # the decorator's wrapper is not a frame
+    items = indices_named(result, frame_name(Dataset.__getitem__))
+    assert len(items) == 3  # two items and the IndexError that ends the iteration
+    assert {parent_name(result, i) for i in items} == {"Dataloader"}
+    names = set(python_ops(result)["name"])
+    assert not [n for n in names if PROFKIT_DIR in n], names
+
+
 def test_without_with_stack_no_python_calls_are_recorded():
     result = record(lambda prof: leaf(10))
     assert len(python_ops(result)) == 0

@@ -54,6 +54,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .. import _C
 from .._C import RecordEvent
 from .._enums import TracerEventType
+from .._python_stacks import calls_user_code
 from ..dataloader import DataloaderRange
 
 __all__ = ["PythonHooks", "put_back"]
@@ -182,6 +183,7 @@ class PythonHooks:
         data_loading_depth = _C.data_loading_depth
 
         @functools.wraps(original)
+        @calls_user_code
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             # A submodule is inside the top-level Forward. While torch.compile
             # traces a module call it sees the plain call (a RecordEvent in
@@ -241,6 +243,7 @@ class PythonHooks:
         reinstall = self._reinstall_module_call
 
         @functools.wraps(original)
+        @calls_user_code
         def trace(*args: Any, **kwargs: Any) -> Any:
             try:
                 return original(*args, **kwargs)
@@ -323,6 +326,7 @@ class PythonHooks:
         recording = _C.is_recording
 
         @functools.wraps(original)
+        @calls_user_code
         def backward(*args: Any, **kwargs: Any) -> Any:
             if compiler_tracing() or not recording() or not recorded(args, kwargs) or graph_task_id() != -1:
                 return original(*args, **kwargs)
@@ -429,6 +433,7 @@ class PythonHooks:
         else:
 
             @functools.wraps(original)
+            @calls_user_code
             def __next__(iterator: Any) -> Any:
                 with DataloaderRange(DATALOADER_EVENT_NAME):
                     return original(iterator)

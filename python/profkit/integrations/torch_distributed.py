@@ -67,6 +67,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _C, _window_listeners
 from .._C import RecordEvent
+from .._python_stacks import calls_user_code
 from ._collective_calls import (
     COLLECTIVES,
     COMMUNICATION,
@@ -169,6 +170,7 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callab
     is_recording = _C.is_recording
     is_compiling = _is_compiling_function()
 
+    @calls_user_code
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # Asked first, for torch.compile: dynamo folds is_compiling() to True
         # and traces the original call (rewriting all_reduce & co. into
