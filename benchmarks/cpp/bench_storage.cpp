@@ -1,4 +1,4 @@
-// Throughput of the downstream paths on a large Result: Chrome export, save
+// Throughput of the downstream paths on a large Result: Chrome export, folded stacks, save
 // (FlatBuffers), load with verification, and loading the Chrome JSON back. Events per second are reported as
 // items_per_second. PROFKIT_BENCH_EVENTS sets the size (default 10 M).
 #include <benchmark/benchmark.h>
@@ -12,6 +12,7 @@
 
 #include "export/chrome_trace.h"
 #include "export/chrome_trace_reader.h"
+#include "export/folded_stacks.h"
 #include "profkit/profkit.h"
 #include "storage/trace_file.h"
 #include "trace/result_builder.h"
@@ -59,6 +60,17 @@ void BM_ExportChrome(benchmark::State& state) {
   std::remove(path.c_str());
 }
 BENCHMARK(BM_ExportChrome)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+// Folded stacks: one path lookup per event; 50 names three deep give few
+// distinct stacks, so this is the walk's cost rather than the text's.
+void BM_ExportStacks(benchmark::State& state) {
+  const profkit::Result& r = big_result();
+  const std::string path = scratch("export.stacks");
+  for (auto _ : state) profkit::export_folded_stacks(r, path, profkit::StacksMetric::kSelfCpu);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * r.host_events.size()));
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_ExportStacks)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 void BM_Save(benchmark::State& state) {
   const profkit::Result& r = big_result();

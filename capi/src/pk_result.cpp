@@ -6,6 +6,7 @@
 #include "capi_guard.h"
 #include "export/chrome_trace.h"
 #include "export/chrome_trace_reader.h"
+#include "export/folded_stacks.h"
 #include "recorder/recorder.h"
 #include "result_handle.h"
 #include "storage/trace_file.h"
@@ -113,6 +114,22 @@ PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path
 
 PK_API pk_status pk_result_export_chrome(const pk_result* r, const char* path) noexcept {
   return pk_result_export_chrome_ex(r, path, nullptr);
+}
+
+PK_API pk_status pk_result_export_stacks(const pk_result* r, const char* path, pk_stacks_metric metric) noexcept {
+  const int32_t raw = profkit::raw_enum(metric);  // any int a C caller passed
+  return guarded("pk_result_export_stacks", [&] {
+    require_result(r, "pk_result_export_stacks");
+    require(path, "pk_result_export_stacks", "path");
+    if (raw != PK_STACKS_SELF_CPU && raw != PK_STACKS_SELF_DEVICE) {
+      throw profkit::Error(PK_ERR_INVALID_ARGUMENT,
+                           "pk_result_export_stacks: metric " + std::to_string(raw) +
+                               " is not a pk_stacks_metric; use PK_STACKS_SELF_CPU (0) or PK_STACKS_SELF_DEVICE (1)");
+    }
+    profkit::export_folded_stacks(
+        *r->impl, path,
+        raw == PK_STACKS_SELF_DEVICE ? profkit::StacksMetric::kSelfDevice : profkit::StacksMetric::kSelfCpu);
+  });
 }
 
 PK_API pk_status pk_result_load(const char* path, pk_result** out) noexcept {

@@ -150,6 +150,20 @@ void bind_result(py::module_& m, py::class_<Result>& result) {
             check(status, file);
           },
           py::arg("path"), py::arg("label_durations") = false, py::arg("include_flows") = true)
+      .def(
+          "export_stacks",
+          [](const Result& self, const std::string& path, int metric) {
+            const char* file = path_arg(path);
+            // Any int goes through: the engine refuses what is not a metric, with the valid ones.
+            const auto as_metric = static_cast<pk_stacks_metric>(metric);
+            pk_status status;
+            {
+              py::gil_scoped_release release;
+              status = pk_result_export_stacks(self.get(), file, as_metric);
+            }
+            check(status, file);
+          },
+          py::arg("path"), py::arg("metric") = static_cast<int>(PK_STACKS_SELF_CPU))
       .def("info", &result_info)
       .def("threads", &result_threads)
       .def("devices", &result_devices)

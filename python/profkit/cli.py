@@ -3,6 +3,7 @@
     profkit info FILE.pktrace                  run facts, events per type, span, dropped counts
     profkit export FILE.pktrace [-o OUT.trace.json] [--label-durations] [--no-flows]
     profkit export FILE.trace.json [-o OUT.pktrace]   a profkit Chrome trace as a compact .pktrace
+    profkit stacks FILE.pktrace [-o OUT.stacks] [--metric self_cpu_time_total]   folded stacks for a flame graph
     profkit summary FILE.pktrace [--sorted-by CPUTotal] [--time-unit ms] [--views OverView,ModelView] [--json]
     profkit summary --ranks [NAME=]FILE.pktrace ...   the ranks of a distributed job side by side
     profkit merge [NAME=]FILE ... -o OUT.trace.json    one timeline from several processes' traces
@@ -19,6 +20,7 @@ import dataclasses
 import io
 import json
 import os
+import shlex
 import stat
 import sys
 import warnings
@@ -27,6 +29,9 @@ from typing import List, NoReturn, Optional, Sequence
 from ._enums import SortedKeys, SummaryView
 from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
+from .result import STACKS_METRICS
+
+STACKS_SUFFIX = ".stacks"
 
 __all__ = ["main"]
 
@@ -84,6 +89,23 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--label-durations", action="store_true", help="append each event's duration to its name")
     export.add_argument("--no-flows", action="store_true", help="leave out launch -> GPU flow arrows")
+
+    stacks = commands.add_parser(
+        "stacks", help="write folded stacks for a flame graph (flamegraph.pl, speedscope.app), as torch's export_stacks"
+    )
+    stacks.add_argument("file", help="a .pktrace file (or a .trace.json profkit wrote)")
+    stacks.add_argument(
+        "-o",
+        "--output",
+        help="the file to write (default: FILE as .stacks, beside it); an existing file is replaced",
+    )
+    stacks.add_argument(
+        "--metric",
+        default="self_cpu_time_total",
+        choices=list(STACKS_METRICS),
+        help="self_cpu_time_total (default): host events' self time; self_device_time_total (or its torch name "
+        "self_cuda_time_total): GPU work under the call that launched it",
+    )
 
     summary = commands.add_parser("summary", help="print the summary tables (or, with --ranks, the cross-rank view)")
     summary.add_argument("files", nargs="+", metavar="FILE", help="a .pktrace or profkit .trace.json file (with --ranks: one per rank)")
@@ -175,6 +197,14 @@ def _default_output(path: str) -> str:
     return stem + CHROME_SUFFIX
 
 
+def _default_stacks_output(path: str) -> str:
+    """x.pktrace, x.trace.json or x.json -> x.stacks; anything else gets .stacks added."""
+    for suffix in (PKTRACE_SUFFIX, CHROME_SUFFIX, ".json"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)] + STACKS_SUFFIX
+    return path + STACKS_SUFFIX
+
+
 def _output_file(output: str) -> str:
     """``-o``'s value (``-``: standard output), refused up front when it cannot name a file to write."""
     if output == "-":
@@ -217,6 +247,24 @@ def _export(args: argparse.Namespace) -> None:
     result.export_chrome_tracing(output, label_durations=args.label_durations, include_flows=not args.no_flows)
     where = "open it in https://ui.perfetto.dev or chrome://tracing"
     _say_written(output, f"wrote {output} ({len(result)} host events); {where}")
+
+
+def _stacks(args: argparse.Namespace) -> None:
+    from .result import load_profiler_result
+
+    output = _default_stacks_output(args.file) if args.output is None else _output_file(args.output)
+    result = load_profiler_result(args.file)
+    result.export_stacks(output, metric=args.metric)
+    if args.output == "-":  # piped on: flamegraph.pl reads its standard input
+        command = "... | flamegraph.pl --countname us. > flame.svg"
+    else:
+        stem = output[: -len(STACKS_SUFFIX)] if output.endswith(STACKS_SUFFIX) else output
+        command = f"flamegraph.pl --countname us. {shlex.quote(output)} > {shlex.quote(stem + '.svg')}"
+    _say_written(
+        output,
+        f"wrote {output} ({args.metric} in microseconds); view it with `{command}` "
+        "or open it in https://www.speedscope.app",
+    )
 
 
 def _summary(args: argparse.Namespace) -> None:
@@ -335,7 +383,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except _UsageError as e:
         print(f"profkit: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    handlers = {"info": _info, "export": _export, "summary": _summary, "merge": _merge}
+    handlers = {"info": _info, "export": _export, "stacks": _stacks, "summary": _summary, "merge": _merge}
     try:
         handlers[args.command](args)
     except BrokenPipeError:  # pragma: no cover - `profkit info x | head`

@@ -45,7 +45,7 @@ from ._profiler_arguments import (
 )
 from ._warnings import ProfilerWarning, warn_at_caller
 from .export_callbacks import export_chrome_tracing
-from .result import ProfilerResult
+from .result import PathLike, ProfilerResult
 from .scheduler import Scheduler, SchedulerArg, predictable, scheduler_from_argument, steady_until
 from .timer import DEFAULT_WARMUP_STEPS, PerfSummary, StepTimer
 
@@ -619,6 +619,14 @@ class Profiler:
         if format not in ("json", "pb", "pktrace"):
             raise ValueError(f"Profiler.export: format must be 'json' or 'pb', got {format!r}")
         result.save(path, format)
+
+    def export_stacks(self, path: PathLike, metric: str = "self_cpu_time_total") -> None:
+        """Writes the latest window as folded stacks for a flame graph (torch.profiler's
+        ``export_stacks``; see ``ProfilerResult.export_stacks``)::
+
+            prof.export_stacks("run.stacks")  # then: flamegraph.pl --countname us. run.stacks > run.svg
+        """
+        self._require_result("export_stacks").export_stacks(path, metric)
 
     @_summary.with_options_doc
     def summary(

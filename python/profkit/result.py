@@ -9,7 +9,8 @@ give the same type, with:
 - ``to_pandas()`` (pandas installed) and ``_repr_html_`` for notebooks;
 - ``info`` (run facts: host, pid, rank, span, dropped counts), ``metadata``,
   ``threads``, ``devices``, ``steps``;
-- ``save(path)``, ``export_chrome_tracing(path)``, ``summary()``.
+- ``save(path)``, ``export_chrome_tracing(path)``, ``export_stacks(path)``
+  (folded stacks for flame graphs), ``summary()``.
 
 Thread-safety: a ProfilerResult is read-only; its arrays are computed once
 (on first use) and may be read from several threads.
@@ -78,6 +79,10 @@ DEVICE_EVENT_DTYPE = np.dtype(
 EVENT_ARG_DTYPE = np.dtype([("event", "<i8"), ("key", object), ("value", object)])
 
 _TYPE_NAMES = [t.name for t in TracerEventType]
+
+#: export_stacks' metrics, as torch.profiler names them -> pk_stacks_metric
+#: (self_cuda_time_total is torch's older name of self_device_time_total).
+STACKS_METRICS = {"self_cpu_time_total": 0, "self_device_time_total": 1, "self_cuda_time_total": 1}
 
 
 # Up to this many nesting levels, _parents makes one pass per level.
@@ -467,6 +472,29 @@ class ProfilerResult:
         ``include_flows`` draws arrows from CUDA launches to their GPU work.
         """
         self._result.export_chrome(os.fsencode(path), label_durations=label_durations, include_flows=include_flows)
+
+    def export_stacks(self, path: PathLike, metric: str = "self_cpu_time_total") -> None:
+        """Writes folded stacks for a flame graph, as torch.profiler's ``export_stacks``.
+
+        One line per distinct stack: frames root-first joined by ``;``, a
+        space, and the time under it in whole microseconds; view it with
+        ``flamegraph.pl --countname us. FILE > out.svg`` or on
+        https://www.speedscope.app. ``metric`` is ``"self_cpu_time_total"``
+        (each host event's time outside the events nested in it) or
+        ``"self_cuda_time_total"`` / ``"self_device_time_total"`` (GPU work,
+        under the stack of the call that launched it). Stacks under 0.5 µs
+        are left out; every ``ProfileStep#<n>`` is the frame ``ProfileStep``.
+        The file is written through a temporary renamed into place.
+
+        Raises:
+            ValueError: ``metric`` is not one of those names.
+            FileNotFoundError: the directory of ``path`` does not exist.
+        """
+        code = STACKS_METRICS.get(metric) if isinstance(metric, str) else None
+        if code is None:
+            valid = ", ".join(repr(m) for m in STACKS_METRICS)
+            raise ValueError(f"export_stacks: metric must be one of {valid}, got {metric!r}")
+        self._result.export_stacks(os.fsencode(path), code)  # bytes: see save()
 
     @_summary.with_options_doc
     def summary(

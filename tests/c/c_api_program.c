@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   pk_result* result = NULL;
   pk_result* loaded = NULL;
   pk_result_info info;
-  char trace_path[4096], json_path[4096];
+  char trace_path[4096], json_path[4096], stacks_path[4096];
   const char* dir = argc > 1 ? argv[1] : ".";
 
   CHECK((pk_api_version() >> 16) == PK_API_VERSION_MAJOR);
@@ -154,6 +154,12 @@ int main(int argc, char** argv) {
   snprintf(json_path, sizeof json_path, "%s/c_program.trace.json", dir);
   CHECK(pk_result_save(result, trace_path) == PK_OK);
   CHECK(pk_result_export_chrome(result, json_path) == PK_OK);
+  /* Folded stacks for flamegraph.pl (1.22); a C caller may pass any int as the metric. */
+  snprintf(stacks_path, sizeof stacks_path, "%s/c_program.stacks", dir);
+  CHECK(pk_result_export_stacks(result, stacks_path, PK_STACKS_SELF_CPU) == PK_OK);
+  CHECK(pk_result_export_stacks(result, stacks_path, PK_STACKS_SELF_DEVICE) == PK_OK);
+  CHECK(pk_result_export_stacks(result, stacks_path, (pk_stacks_metric)7) == PK_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(pk_last_error(), "PK_STACKS_SELF_CPU") != NULL);
   CHECK(pk_result_load(trace_path, &loaded) == PK_OK);
   {
     size_t loaded_count = 0;

@@ -28,8 +28,11 @@ class TraceBuilder {
     return id;
   }
 
-  TraceBuilder& event(uint64_t tid, const std::string& text, pk_event_type type, uint64_t start, uint64_t end) {
-    builder_.add_event(builder_.thread(tid), {start, end, name(text), static_cast<uint8_t>(type), 0, 0});
+  // `flags`: PK_HOST_EVENT_* (PK_HOST_EVENT_INSTANT with end > start only as
+  // a damaged or hand-made file holds one).
+  TraceBuilder& event(uint64_t tid, const std::string& text, pk_event_type type, uint64_t start, uint64_t end,
+                      uint16_t flags = 0) {
+    builder_.add_event(builder_.thread(tid), {start, end, name(text), static_cast<uint8_t>(type), 0, flags});
     return *this;
   }
   // An argument of the event that starts at `start` on thread `tid` (added before).

@@ -629,6 +629,39 @@ PK_API void pk_chrome_options_init(pk_chrome_options* options) PK_NOEXCEPT;
 PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path,
                                             const pk_chrome_options* options) PK_NOEXCEPT;
 
+/* What pk_result_export_stacks adds up (since 1.22). */
+typedef enum pk_stacks_metric {
+  PK_STACKS_SELF_CPU = 0,                /* host events' self time (torch's "self_cpu_time_total") */
+  PK_STACKS_SELF_DEVICE = 1,             /* GPU records' time under their launch ("self_cuda_time_total") */
+  PK_STACKS_METRIC_MAX_ENUM = 0x7FFFFFFF /* not a metric: keeps the enum 32 bits wide */
+} pk_stacks_metric;
+
+/* Writes the result as folded stacks (since 1.22): the "collapsed" text that
+ * flamegraph.pl (`flamegraph.pl --countname us. FILE > out.svg`) and
+ * https://www.speedscope.app read, as torch.profiler's export_stacks writes
+ * it. One line per distinct stack: its frames root-first joined by ';', a
+ * space, and the time summed under it in whole microseconds (nearest, halves
+ * up); lines are sorted by the stack text.
+ *   PK_STACKS_SELF_CPU: each host event that is not an instant adds its self
+ *     time (its duration less its direct children's, at least 0) under the
+ *     names of its enclosing events on its thread (pk_result_parent) and its
+ *     own. No frame names the thread.
+ *   PK_STACKS_SELF_DEVICE: each kernel, memcpy and memset adds its duration
+ *     under its launching runtime call's stack, with its own name as the last
+ *     frame; GPU work whose launch was not captured goes under the frame
+ *     "[GPU work with no launching call]".
+ * Stacks whose time rounds to 0 µs are left out (an empty result gives an
+ * empty file). "ProfileStep#<n>" steps are the frame "ProfileStep", so a
+ * window's steps make one flame. In names ';' becomes ':' and line breaks
+ * spaces; an empty name is "[unnamed]".
+ * The file is written through a temporary renamed into place (links, FIFOs,
+ * devices and directories as pk_result_save), so `path` never holds half a
+ * file. A NULL r or path, or a metric that is not a pk_stacks_metric, is
+ * PK_ERR_INVALID_ARGUMENT; a path that cannot be written is PK_ERR_IO
+ * (PK_ERR_NOT_FOUND for a missing directory) with the system call's errno in
+ * pk_last_error_errno(). Thread-safe for distinct paths. */
+PK_API pk_status pk_result_export_stacks(const pk_result* r, const char* path, pk_stacks_metric metric) PK_NOEXCEPT;
+
 /* Loads a .pktrace file (read into memory, verified) or, since 1.8, a Chrome
  * trace JSON file that profkit wrote (pk_result_export_chrome; streamed and
  * checked against the counts in its "profkit" object), told apart by the
