@@ -270,3 +270,25 @@ def test_the_calls_survive_the_pktrace_and_chrome_round_trips(tmp_path):
 def test_with_stack_is_kept_on_the_profiler():
     assert profkit.Profiler(with_stack=True).with_stack is True
     assert profkit.Profiler().with_stack is False
+
+
+def test_the_flame_graph_has_the_python_calls_as_frames(tmp_path):
+    def body(prof):
+        for _ in range(3):
+            Model().forward()
+
+    result = record(body, with_stack=True)
+    result.export_stacks(tmp_path / "run.stacks")
+    stacks = {}
+    for line in (tmp_path / "run.stacks").read_text().splitlines():
+        stack, value = line.rsplit(" ", 1)
+        stacks[stack] = int(value)
+    path = ";".join([frame_name(body), frame_name(Model.forward), frame_name(middle), "range", frame_name(leaf)])
+    matching = [stack for stack in stacks if stack.endswith(path)]
+    assert len(matching) == 1, sorted(stacks)
+    # The three calls of leaf() add up under one stack: their self time.
+    events = result.events
+    leaves = [i for i, e in enumerate(events) if e["name"] == frame_name(leaf)]
+    assert len(leaves) == 3
+    assert abs(stacks[matching[0]] - sum(int(events[i]["duration_ns"]) for i in leaves) / 1000) <= 1
+
