@@ -89,6 +89,11 @@ def parse_args(argv=None):
     p.add_argument(
         "--with-flops", action="store_true", help="count convolutions' and matrix products' FLOPs (Operator summary)"
     )
+    p.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="record the Python calls too, and write a flame graph's folded stacks (.stacks) beside the traces",
+    )
     return p.parse_args(argv)
 
 
@@ -114,7 +119,7 @@ def train(args):
     with pk_torch.enable(
         record_shapes=args.record_shapes, profile_memory=args.profile_memory, with_flops=args.with_flops
     ):
-        prof = profkit.Profiler(scheduler=(3, 14), on_trace_ready=on_trace_ready)
+        prof = profkit.Profiler(scheduler=(3, 14), on_trace_ready=on_trace_ready, with_stack=args.with_stack)
         prof.start()
         try:
             for step, (images, labels) in enumerate(loader):
@@ -132,7 +137,13 @@ def train(args):
             prof.stop()  # prints the Perf Summary
         backend = pk_torch.backend()
     print(f"final loss {loss.item():.3f}; operators recorded by profkit's {backend} PyTorch hook")
-    return prof, chrome.paths + binary.paths
+    files = chrome.paths + binary.paths
+    if args.with_stack:
+        for pktrace in binary.paths:
+            stacks = pktrace[: -len(".pktrace")] + ".stacks"
+            profkit.load_profiler_result(pktrace).export_stacks(stacks)
+            files.append(stacks)
+    return prof, files
 
 
 def main(argv=None) -> None:
@@ -150,6 +161,8 @@ def main(argv=None) -> None:
         "The .pktrace file is profkit's compact trace: `profkit summary FILE`, `profkit export FILE -o X.trace.json`,\n"
         "or profkit.load_profiler_result(FILE) in Python."
     )
+    if args.with_stack:
+        print("The .stacks file is a flame graph's folded stacks: https://www.speedscope.app, or flamegraph.pl.")
 
 
 if __name__ == "__main__":

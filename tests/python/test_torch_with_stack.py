@@ -9,6 +9,8 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/t
 import profkit  # noqa: E402
 from profkit import TracerEventType  # noqa: E402
 
+from torch_helpers import load_example  # noqa: E402
+
 nn = torch.nn
 
 
@@ -48,3 +50,19 @@ def test_operators_sit_under_the_module_code_and_the_builtin_that_called_them(pk
     assert any(name.endswith(": Tensor.backward" if sys.version_info >= (3, 11) else ": backward")
                for name in python_ops["name"])
     assert result.info["unfinished_events"] == 0
+
+
+def test_the_example_writes_a_flame_graph_of_the_python_code_and_its_operators(pk_torch, tmp_path, capsys):
+    example = load_example()
+    example.main(["--steps", "5", "--device", "cpu", "--with-stack", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    [stacks] = sorted(tmp_path.glob("*.stacks"))
+    assert str(stacks) in out and "speedscope" in out
+    forward = example.SmallCNN.forward.__code__
+    frame = f"{forward.co_filename}({forward.co_firstlineno}): "
+    lines = stacks.read_text().splitlines()
+    convolutions = [line for line in lines if ";aten::conv2d;" in line or line.split(" ")[0].endswith(";aten::conv2d")]
+    assert convolutions, lines[:20]
+    assert all(frame in line for line in convolutions)  # the model's forward() is on every stack of conv2d
+    assert all(int(line.rsplit(" ", 1)[1]) > 0 for line in lines)
+
