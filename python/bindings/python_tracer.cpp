@@ -38,6 +38,7 @@
 // another thread removes it at its next call.
 #include <Python.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -104,12 +105,34 @@ struct BuiltinKeyHash {
 };
 std::unordered_map<BuiltinKey, pk_name_id, BuiltinKeyHash> g_builtins;  // 0: profkit's own
 
+// Direct-mapped caches in front of the maps, for the calls of a training
+// step's hot code: one load where a map lookup divides and chases a node.
+// Their keys are borrowed: the maps hold the references.
+constexpr size_t kSlots = 1024;
+struct CodeSlot {
+  PyObject* code = nullptr;
+  CodeInfo info{};
+};
+struct BuiltinSlot {
+  BuiltinKey key{nullptr, nullptr};
+  pk_name_id name = 0;
+};
+std::array<CodeSlot, kSlots> g_code_slots;
+std::array<BuiltinSlot, kSlots> g_builtin_slots;
+
+size_t slot_of(const void* key) {
+  // Fibonacci hashing: the top bits of the product spread aligned addresses.
+  return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> 54) % kSlots;
+}
+
 void forget_codes() {
+  g_code_slots.fill(CodeSlot{});
   for (auto& entry : g_codes) Py_DECREF(entry.first);
   g_codes.clear();
 }
 
 void forget_builtins() {
+  g_builtin_slots.fill(BuiltinSlot{});
   for (auto& entry : g_builtins) Py_XDECREF(entry.first.self_type);
   g_builtins.clear();
 }
@@ -139,8 +162,13 @@ bool is_profkit_name(const char* dotted) {
 
 CodeInfo code_info(PyCodeObject* code) {
   PyObject* key = reinterpret_cast<PyObject*>(code);
+  CodeSlot& slot = g_code_slots[slot_of(key)];
+  if (slot.code == key) return slot.info;
   const auto found = g_codes.find(key);
-  if (found != g_codes.end()) return found->second;
+  if (found != g_codes.end()) {
+    slot = {key, found->second};
+    return found->second;
+  }
   if (g_codes.size() >= kMaxCached) forget_codes();
   const std::string file = utf8_of(code->co_filename);
   CodeInfo info{0, CallKind::kRecorded};
@@ -159,6 +187,7 @@ CodeInfo code_info(PyCodeObject* code) {
   }
   Py_INCREF(key);
   g_codes.emplace(key, info);
+  slot = {key, info};
   return info;
 }
 
@@ -183,8 +212,13 @@ pk_name_id builtin_name(PyObject* callable) {
   const bool bound =
       self != nullptr && !PyModule_Check(self) && std::strncmp(Py_TYPE(self)->tp_name, "pybind11_builtins.", 18) != 0;
   const BuiltinKey key{function->m_ml, bound ? reinterpret_cast<PyObject*>(Py_TYPE(self)) : nullptr};
+  BuiltinSlot& slot = g_builtin_slots[slot_of(key.method) ^ (slot_of(key.self_type) >> 1)];
+  if (slot.key == key) return slot.name;
   const auto found = g_builtins.find(key);
-  if (found != g_builtins.end()) return found->second;
+  if (found != g_builtins.end()) {
+    slot = {key, found->second};
+    return found->second;
+  }
   if (g_builtins.size() >= kMaxCached) forget_builtins();
   std::string text;
   bool own = false;
@@ -201,6 +235,7 @@ pk_name_id builtin_name(PyObject* callable) {
   const pk_name_id name = own ? 0 : pk_intern(text.c_str());
   Py_XINCREF(key.self_type);
   g_builtins.emplace(key, name);
+  slot = {key, name};
   return name;
 }
 
