@@ -1,6 +1,6 @@
 // The Python call tracer behind Profiler(with_stack=True): every Python
-// function call and every built-in (C) function call on the thread that
-// drives the Profiler becomes a PythonOp event, named as torch.profiler's
+// function call and every built-in (C) function call on the threads running
+// when a recording window opens becomes a PythonOp event, named as torch.profiler's
 // with_stack names them ("/path/train.py(12): Model.forward",
 // "<built-in method item of Tensor object>"), so that operators and ranges
 // nest under the Python code that ran them -- in the timeline, the summary's
@@ -32,10 +32,12 @@
 // read and one record at the return); names come from caches keyed by code
 // object and by built-in function, so a name is built and interned once.
 //
-// Thread-safety: start/stop and the profile function run with the GIL held;
-// the tracer is per thread (PyEval_SetProfile sets the calling thread's).
-// The caches are guarded by the GIL. A thread whose tracer was stopped from
-// another thread removes it at its next call.
+// Thread-safety: start/stop and the profile function run with the GIL held,
+// which guards the caches. Each thread keeps its own stack of open calls
+// (thread-local) and records on itself; start() and stop() set and remove
+// the profile function of every thread of the interpreter (a thread started
+// later is not traced), and a thread that finds the tracing it belongs to
+// over removes its own.
 #include <Python.h>
 
 #include <array>
@@ -53,9 +55,12 @@
 namespace profkit_py {
 namespace {
 
-// Bumped by every start and stop; a thread's tracer whose generation is not
-// the current one removes itself.
-std::atomic<uint64_t> g_generation{0};
+// The generation of the tracing under way (each start() makes a new one), 0
+// when none is: a thread's tracer adopts the current generation at its first
+// call (forgetting what it kept from an earlier one) and removes itself when
+// there is none.
+std::atomic<uint64_t> g_active{0};
+uint64_t g_last_generation = 0;
 std::string g_own_prefix;  // profkit's package directory, with a trailing separator
 
 // How a call is treated.
@@ -81,7 +86,7 @@ struct OpenCall {
 };
 
 struct ThreadTracer {
-  uint64_t generation = 0;  // the start() that installed it; 0: not installed
+  uint64_t generation = 0;  // the tracing its stack belongs to
   std::vector<OpenCall> open;
 };
 
@@ -304,12 +309,14 @@ void on_return(ThreadTracer& t, PyFrameObject* frame, bool builtin) {
 
 int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   ThreadTracer& t = t_tracer;
-  if (t.generation != g_generation.load(std::memory_order_relaxed)) {
-    // stop() ran on another thread: this thread's tracer goes now.
+  const uint64_t active = g_active.load(std::memory_order_relaxed);
+  if (t.generation != active) {
     t.open.clear();
-    t.generation = 0;
-    PyEval_SetProfile(nullptr, nullptr);
-    return 0;
+    t.generation = active;
+    if (active == 0) {  // stopped, and this thread's tracer left in place: it goes now
+      PyEval_SetProfile(nullptr, nullptr);
+      return 0;
+    }
   }
   switch (what) {
     case PyTrace_CALL:
@@ -331,37 +338,70 @@ int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   return 0;
 }
 
-// python_tracer_start(own_prefix, pass_through): traces this thread's calls
-// from now on. Returns False (tracing nothing) when another profile function
-// (cProfile, a profiler of another tool) is set on the thread: profkit does
-// not replace it.
-bool start(const std::string& own_prefix, const py::iterable& pass_through) {
-  PyThreadState* state = PyThreadState_Get();
-  if (state->c_profilefunc != nullptr && state->c_profilefunc != on_call_event) return false;
+bool has_other_profiler(const PyThreadState* state) {
+  return state->c_profilefunc != nullptr && state->c_profilefunc != on_call_event;
+}
+
+// Sets `function` as the profile function of another thread's state, as
+// torch.profiler's Python tracer does: with the GIL held, that thread runs no
+// Python code meanwhile.
+void set_profile_of(PyThreadState* state, Py_tracefunc function) {
+  PyThreadState* const own = PyThreadState_Swap(state);
+  PyEval_SetProfile(function, nullptr);
+  PyThreadState_Swap(own);
+}
+
+// python_tracer_start(own_prefix, pass_through): traces the calls of this
+// thread and of every other thread of the interpreter from now on (threads
+// started later are not traced). Returns (whether this thread is traced, how
+// many other threads are not): a thread with another profile function set
+// (cProfile, a profiler of another tool) keeps it and is not traced; if this
+// thread has one, nothing is.
+py::tuple start(const std::string& own_prefix, const py::iterable& pass_through) {
+  PyThreadState* const own = PyThreadState_Get();
+  if (has_other_profiler(own)) return py::make_tuple(false, 0);
   release_caches();
   g_own_prefix = own_prefix;
   for (const py::handle code : pass_through) {
     if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_start: pass_through holds code objects only");
     if (g_pass_through.insert(code.ptr()).second) Py_INCREF(code.ptr());
   }
-  t_tracer.open.clear();
-  t_tracer.generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
+  g_active.store(++g_last_generation, std::memory_order_relaxed);
   PyEval_SetProfile(on_call_event, nullptr);
-  return true;
+  int not_traced = 0;
+  for (PyThreadState* state = PyInterpreterState_ThreadHead(own->interp); state != nullptr;
+       state = PyThreadState_Next(state)) {
+    if (state == own) continue;
+    if (has_other_profiler(state)) {
+      ++not_traced;
+    } else {
+      set_profile_of(state, on_call_event);
+    }
+  }
+  return py::make_tuple(true, not_traced);
 }
 
-// python_tracer_stop(): records this thread's open calls up to now, removes
-// its tracer and releases the caches; a tracer left on another thread
-// removes itself.
+// python_tracer_stop(): records this thread's open calls up to now and
+// removes the tracer from every thread (the other threads' open calls are
+// not recorded: they did not end in the window); releases the caches.
 void stop() {
-  if (t_tracer.generation != 0) {
+  PyThreadState* const own = PyThreadState_Get();
+  if (t_tracer.generation != 0 && t_tracer.generation == g_active.load(std::memory_order_relaxed)) {
     const uint64_t now = pk_now_ns();
     for (auto it = t_tracer.open.rbegin(); it != t_tracer.open.rend(); ++it) record(*it, now);
-    if (PyThreadState_Get()->c_profilefunc == on_call_event) PyEval_SetProfile(nullptr, nullptr);
-    t_tracer.open.clear();
-    t_tracer.generation = 0;
   }
-  g_generation.fetch_add(1, std::memory_order_relaxed);
+  t_tracer.open.clear();
+  t_tracer.generation = 0;
+  g_active.store(0, std::memory_order_relaxed);
+  for (PyThreadState* state = PyInterpreterState_ThreadHead(own->interp); state != nullptr;
+       state = PyThreadState_Next(state)) {
+    if (state->c_profilefunc != on_call_event) continue;
+    if (state == own) {
+      PyEval_SetProfile(nullptr, nullptr);
+    } else {
+      set_profile_of(state, nullptr);
+    }
+  }
   release_caches();
 }
 
@@ -369,11 +409,11 @@ void stop() {
 
 void bind_python_tracer(py::module_& m) {
   m.def("python_tracer_start", &start, py::arg("own_prefix"), py::arg("pass_through"),
-        "Traces this thread's Python and built-in calls as PythonOp events (with_stack); "
-        "False when another profile function is set on the thread. own_prefix: profkit's package "
-        "directory, whose code is left out; pass_through: code objects of profkit's that call the "
-        "user's code, whose Python callees are recorded.");
-  m.def("python_tracer_stop", &stop, "Records this thread's open calls up to now and stops tracing.");
+        "Traces the Python and built-in calls of every thread as PythonOp events (with_stack); returns "
+        "(whether this thread is traced, how many other threads keep another profile function). "
+        "own_prefix: profkit's package directory, whose code is left out; pass_through: code objects "
+        "of profkit's that call the user's code, whose Python callees are recorded.");
+  m.def("python_tracer_stop", &stop, "Records this thread's open calls up to now and stops tracing every thread.");
 }
 
 }  // namespace profkit_py

@@ -56,10 +56,10 @@ def step_end(num_samples: int = 0) -> None:
 def current_step() -> int: ...
 
 # ---- with_stack's Python call tracer -----------------------------------------
-def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> bool:
-    """Traces this thread's Python and built-in calls as PythonOp events; False when another profile function is set."""
+def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> Tuple[bool, int]:
+    """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not)."""
 def python_tracer_stop() -> None:
-    """Records this thread's open calls up to now and stops tracing."""
+    """Records this thread's open calls up to now and stops tracing every thread."""
 
 # ---- configuration ----------------------------------------------------------
 def set_memory_cap(bytes: int) -> None: ...

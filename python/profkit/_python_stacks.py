@@ -7,10 +7,11 @@ window opens and off when the window closes (a window listener: it runs on
 the Profiler's thread, before the engine changes state, so calls still open
 at the close are recorded up to it while the engine still records).
 
-Only the thread that drives the Profiler is traced: CPython sets a profile
-function per thread. Where another one is set on that thread (cProfile, a
-debugger's profiler), profkit leaves it in place, records no Python calls,
-and says so with a ProfilerWarning.
+Every thread running when a window opens is traced, as torch.profiler's
+with_stack traces them; threads started during the window are not (CPython
+sets a profile function per thread). Where another one is set on a thread
+(cProfile, a debugger's profiler), profkit leaves it in place, records no
+Python calls of that thread, and says so with a ProfilerWarning.
 
 Thread-safety: called with the GIL held, on the Profiler's thread.
 """
@@ -49,12 +50,18 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     global _tracing
     wanted = profiler is not None and profiler.with_stack and state.is_recording
     if wanted and not _tracing:
-        _tracing = _C.python_tracer_start(_OWN_PREFIX, tuple(_PASS_THROUGH))
+        _tracing, others_not_traced = _C.python_tracer_start(_OWN_PREFIX, tuple(_PASS_THROUGH))
         if not _tracing:
             warn_at_caller(
                 "profkit: with_stack records no Python calls in this window: another profile function "
                 "(sys.setprofile: cProfile, a debugger or another profiler) is set on this thread, and "
                 "profkit does not replace it. Stop that one to record them."
+            )
+        elif others_not_traced:
+            warn_at_caller(
+                f"profkit: with_stack records no Python calls of {others_not_traced} other thread(s) in this "
+                "window: another profile function (sys.setprofile: cProfile, a debugger or another profiler) "
+                "is set on them, and profkit does not replace it."
             )
     elif not wanted and _tracing:
         _C.python_tracer_stop()

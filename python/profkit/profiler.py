@@ -230,13 +230,13 @@ class Profiler:
             (torch's allocations and frees) and with_flops (the FLOPs of
             matrix products, convolutions, mul and add: a FLOPs column in
             the Operator summary).
-        with_stack: record the Python calls made on the thread that drives
-            the Profiler (every Python function and built-in function call,
-            as torch.profiler's ``with_stack``) as PythonOp events, so that
-            operators and ranges nest under the code that ran them, in the
-            timeline and in ``export_stacks``'s flame graphs. It costs about
-            a microsecond per Python call (BENCHMARKS.md); profkit's own
-            calls are left out.
+        with_stack: record the Python calls (every Python function and
+            built-in function call of the threads running when a window
+            opens, as torch.profiler's ``with_stack``) as PythonOp events,
+            so that operators and ranges nest under the code that ran them,
+            in the timeline and in ``export_stacks``'s flame graphs. It
+            costs about 0.1 µs per call, as cProfile does (BENCHMARKS.md);
+            profkit's own calls are left out.
         emit_nvtx, custom_device_types: not supported; a ProfilerWarning
             says so when set (``prof.custom_device_types`` keeps the value).
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run

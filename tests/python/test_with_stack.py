@@ -197,21 +197,93 @@ def test_each_resumption_of_a_generator_is_a_call():
     assert {parent_name(result, i) for i in resumptions} == {frame_name(consume)}  # list() is a type: no call of its own
 
 
-def test_only_the_profilers_thread_is_traced():
+class Worker:
+    """A thread started before the window, calling ``work`` whenever asked (with ``profile``
+    set on itself first, when given)."""
+
+    def __init__(self, work, profile=None):
+        self.work = work
+        self.profile = profile
+        self.asked = threading.Event()
+        self.done = threading.Event()
+        self.stopping = False
+        self.thread = threading.Thread(target=self.loop)
+        self.thread.start()
+
+    def loop(self):
+        if self.profile is not None:
+            sys.setprofile(self.profile)
+        while True:
+            self.asked.wait()
+            self.asked.clear()
+            if self.stopping:
+                return
+            self.work()
+            self.done.set()
+
+    def run_once(self):
+        self.done.clear()
+        self.asked.set()
+        assert self.done.wait(10)
+
+    def close(self):
+        self.stopping = True
+        self.asked.set()
+        self.thread.join()
+
+
+def test_threads_running_when_the_window_opens_are_traced_and_those_started_in_it_are_not():
     def other_thread_work():
         leaf(30)
 
-    def body(prof):
-        thread = threading.Thread(target=other_thread_work)
-        thread.start()
-        thread.join()
-        leaf(5)
+    def started_in_the_window():
+        leaf(7)
 
-    result = record(body, with_stack=True)
-    names = list(python_ops(result)["name"])
-    assert frame_name(other_thread_work) not in names
-    assert names.count(frame_name(leaf)) == 1
-    assert set(python_ops(result)["tid"]) == {threading.get_native_id()}
+    worker = Worker(other_thread_work)
+    try:
+
+        def body(prof):
+            worker.run_once()
+            thread = threading.Thread(target=started_in_the_window)
+            thread.start()
+            thread.join()
+            leaf(5)
+
+        result = record(body, with_stack=True)
+        after = record(lambda prof: worker.run_once())  # no with_stack: the worker's tracer is gone
+    finally:
+        worker.close()
+    ops = python_ops(result)
+    on_worker = [i for i, e in enumerate(result.events) if e["tid"] == worker.thread.native_id]
+    [work] = [i for i in on_worker if result.events[i]["name"] == frame_name(other_thread_work)]
+    [inner] = [i for i in on_worker if result.events[i]["name"] == frame_name(leaf)]
+    assert result.events[inner]["parent"] == work
+    assert result.events[work]["type"] == PYTHON_OP
+    names = list(ops["name"])
+    assert frame_name(started_in_the_window) not in names
+    assert names.count(frame_name(leaf)) == 2  # the worker's and the loop's
+    assert len(python_ops(after)) == 0
+
+
+def test_a_thread_with_another_profile_function_keeps_it_and_the_others_are_traced():
+    calls = []
+
+    def theirs(frame, event, arg):
+        calls.append(event)
+
+    worker = Worker(lambda: leaf(3), profile=theirs)
+    try:
+        worker.run_once()  # its profile function is set
+        with pytest.warns(ProfilerWarning, match="1 other thread"):
+            result = record(lambda prof: (worker.run_once(), leaf(4)), with_stack=True)
+        seen = len(calls)
+        worker.run_once()
+        assert len(calls) > seen  # still theirs after the window
+    finally:
+        worker.close()
+    ops = python_ops(result)
+    assert set(ops["tid"]) == {threading.get_native_id()}
+    assert frame_name(leaf) in list(ops["name"])
 
 
 def test_another_profile_function_is_left_in_place_with_a_warning():
