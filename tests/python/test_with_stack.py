@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import profkit
-from profkit import ProfilerWarning, RecordEvent, TracerEventType
+from profkit import ProfilerWarning, RecordEvent, TracerEventType, _python_stacks
 
 PYTHON_OP = int(TracerEventType.PythonOp)
 HERE = os.path.abspath(__file__)
@@ -363,4 +363,24 @@ def test_the_flame_graph_has_the_python_calls_as_frames(tmp_path):
     leaves = [i for i, e in enumerate(events) if e["name"] == frame_name(leaf)]
     assert len(leaves) == 3
     assert abs(stacks[matching[0]] - sum(int(events[i]["duration_ns"]) for i in leaves) / 1000) <= 1
+
+
+def tracing_in_child():
+    from profkit import _python_stacks
+
+    return _python_stacks._tracing
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_process_multiprocessing_forks_in_a_window_stops_tracing():
+    import multiprocessing
+
+    def body(prof):
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            body.child = pool.apply(tracing_in_child)
+        body.parent = _python_stacks._tracing
+
+    record(body, with_stack=True)
+    assert body.parent is True
+    assert body.child is False
 
