@@ -35,6 +35,7 @@ pk_summary_options defaults() {
   o.views = 0;
   o.row_limit = 0;
   o.group_by_input_shape = 0;
+  o.group_by_stack_n = 0;
   return o;
 }
 
@@ -48,9 +49,12 @@ profkit::SummaryOptions read_options(const pk_summary_options* options, const ch
                             *options, defaults(), function, "pk_summary_options",
                             {PK_FIELD_END(O, struct_size), PK_FIELD_END(O, sorted_by), PK_FIELD_END(O, op_detail),
                              PK_FIELD_END(O, thread_sep), PK_FIELD_END(O, time_unit), PK_FIELD_END(O, views),
-                             PK_FIELD_END(O, row_limit), PK_FIELD_END(O, group_by_input_shape)});
+                             PK_FIELD_END(O, row_limit), PK_FIELD_END(O, group_by_input_shape),
+                             // 1.21's sizeof: its struct's padding ends where group_by_stack_n begins.
+                             offsetof(O, group_by_stack_n), PK_FIELD_END(O, group_by_stack_n)});
   return profkit::make_summary_options(given.sorted_by, given.op_detail != 0, given.thread_sep != 0, given.time_unit,
-                                       given.views, given.row_limit, given.group_by_input_shape != 0);
+                                       given.views, given.row_limit, given.group_by_input_shape != 0,
+                                       given.group_by_stack_n);
 }
 
 void hand_out(const std::string& text, char** out, size_t* out_length) {

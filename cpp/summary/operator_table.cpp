@@ -12,12 +12,26 @@ namespace {
 
 constexpr std::string_view kFlopsKey = "flops";
 constexpr std::string_view kShapesKey = "input_shapes";
+constexpr std::string_view kBuiltinPrefix = "<built-in";
+constexpr std::string_view kFrameSeparator = " <- ";
 
 bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR || type == PK_EVENT_OPERATOR_INNER; }
 
-// (row << 32 | name) for rows under a row, (shapes << 32 | name) for grouped
-// operator rows.
+// (row << 32 | name) for rows under a row, (group << 32 | name) for grouped
+// operator rows, (shapes << 32 | stack) for a group.
 uint64_t pair_key(uint32_t high, uint32_t low) noexcept { return (static_cast<uint64_t>(high) << 32) | low; }
+
+// A Python frame's name ("/path/to/train.py(12): Model.forward") with its
+// file's directories left out ("train.py(12): Model.forward"), so that a few
+// frames fit a cell; other names as they are.
+std::string_view short_frame(std::string_view frame) noexcept {
+  const size_t line = frame.find("): ");
+  if (line == std::string_view::npos) return frame;
+  const size_t paren = frame.rfind('(', line);
+  if (paren == std::string_view::npos) return frame;
+  const size_t slash = frame.rfind('/', paren);
+  return slash == std::string_view::npos ? frame : frame.substr(slash + 1);
+}
 
 }  // namespace
 
@@ -26,11 +40,12 @@ OperatorTable::OperatorTable(const SummaryContext& context)
       device_names_(context.result->strings),
       operator_slots_(context.result->strings.size(), context.options.thread_sep) {
   const Result& result = *context.result;
+  canonical_.assign(result.strings.size(), kNone);
+  if (context.options.group_by_stack_n > 0) builtin_frame_.assign(result.strings.size(), 0);
   if (result.event_args.size() == 0) return;
   flops_keys_ = key_ids(kFlopsKey);
   if (context.options.group_by_input_shape) {
     shapes_keys_ = key_ids(kShapesKey);
-    canonical_shapes_.assign(result.strings.size(), kNone);
   }
   if (flops_keys_.empty()) return;
   for (const pk_event_arg& arg : result.event_args) {
@@ -55,7 +70,7 @@ bool OperatorTable::is_flops(const pk_event_arg& arg) const {
 }
 
 bool OperatorTable::is_shapes(const pk_event_arg& arg) const {
-  return arg.kind == PK_ARG_STRING && arg.value >= 0 && static_cast<uint64_t>(arg.value) < canonical_shapes_.size() &&
+  return arg.kind == PK_ARG_STRING && arg.value >= 0 && static_cast<uint64_t>(arg.value) < canonical_.size() &&
          std::find(shapes_keys_.begin(), shapes_keys_.end(), arg.key) != shapes_keys_.end();
 }
 
@@ -80,15 +95,43 @@ uint32_t OperatorTable::shapes_of(uint64_t event) {
   if (shapes_keys_.empty()) return kNone;
   const Column<pk_event_arg>& args = context_.result->event_args;
   for (const pk_event_arg* it = args_begin(event); it != args.end() && it->event == event; ++it) {
-    if (!is_shapes(*it)) continue;
-    const auto id = static_cast<uint32_t>(it->value);
-    uint32_t& canonical = canonical_shapes_[id];
-    if (canonical == kNone) {
-      canonical = shapes_by_text_.try_emplace(context_.result->strings.view(id), id).first->second;
-    }
-    return canonical;
+    if (is_shapes(*it)) return canonical(static_cast<uint32_t>(it->value));
   }
   return kNone;
+}
+
+uint32_t OperatorTable::canonical(uint32_t id) {
+  uint32_t& known = canonical_[id];
+  if (known == kNone) known = by_text_.try_emplace(context_.result->strings.view(id), id).first->second;
+  return known;
+}
+
+uint32_t OperatorTable::stack_of(const OpenStack& stack) {
+  const uint32_t wanted = context_.options.group_by_stack_n;
+  frames_.clear();
+  for (size_t p = stack.size() - 1; p-- > 0 && frames_.size() < wanted;) {
+    const OpenEvent& e = stack[p];
+    if (e.type != PK_EVENT_PYTHON_OP || e.name >= builtin_frame_.size()) continue;
+    uint8_t& builtin = builtin_frame_[e.name];
+    if (builtin == 0) {
+      const std::string_view text = context_.result->strings.view(e.name);
+      builtin = text.substr(0, kBuiltinPrefix.size()) == kBuiltinPrefix ? 2 : 1;
+    }
+    if (builtin == 1) frames_.push_back(canonical(e.name));
+  }
+  if (frames_.empty()) return kNone;
+  const auto [it, inserted] = stack_index_.try_emplace(frames_, static_cast<uint32_t>(stacks_.size()));
+  if (inserted) stacks_.push_back(frames_);
+  return it->second;
+}
+
+std::string OperatorTable::stack_text(uint32_t stack) const {
+  std::string text;
+  for (const uint32_t frame : stacks_[stack]) {
+    if (!text.empty()) text += kFrameSeparator;
+    text += short_frame(context_.result->strings.view(frame));
+  }
+  return text;
 }
 
 void OperatorTable::begin_thread(size_t thread) {
@@ -99,9 +142,10 @@ void OperatorTable::begin_thread(size_t thread) {
   }
 }
 
-uint32_t OperatorTable::operator_row(uint32_t name, uint64_t event) {
+uint32_t OperatorTable::operator_row(uint32_t name, uint64_t event, const OpenStack& stack) {
   const uint32_t shapes = shapes_of(event);
-  if (shapes == kNone) {
+  const uint32_t frames = context_.options.group_by_stack_n > 0 ? stack_of(stack) : kNone;
+  if (shapes == kNone && frames == kNone) {
     uint32_t& slot = operator_slots_.slot(name);
     if (slot == kNone) {
       slot = static_cast<uint32_t>(rows_.size());
@@ -109,10 +153,13 @@ uint32_t OperatorTable::operator_row(uint32_t name, uint64_t event) {
     }
     return slot;
   }
-  has_shapes_ = true;
+  has_shapes_ = has_shapes_ || shapes != kNone;
+  has_stacks_ = has_stacks_ || frames != kNone;
+  const uint32_t group =
+      groups_.try_emplace(pair_key(shapes, frames), static_cast<uint32_t>(groups_.size())).first->second;
   const auto next = static_cast<uint32_t>(rows_.size());
-  const uint32_t row = shaped_rows_.find_or_insert(pair_key(shapes, name), next);
-  if (row == next) rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}, shapes});
+  const uint32_t row = shaped_rows_.find_or_insert(pair_key(group, name), next);
+  if (row == next) rows_.push_back({thread_, name, kNone, RowKind::kOperator, {}, shapes, frames});
   return row;
 }
 
@@ -131,7 +178,7 @@ void OperatorTable::on_open(const OpenStack& stack) {
     inner_at_.resize(position + 1, kNone);
   }
   const pk_host_event& e = context_.result->host_events[stack[position].index];
-  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name, stack[position].index) : kNone;
+  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name, stack[position].index, stack) : kNone;
   inner_at_[position] = kNone;
   const uint32_t enclosing = stack[position].nearest_op;
   if (context_.options.op_detail && enclosing != kNoPosition && operator_at_[enclosing] != kNone) {
@@ -200,6 +247,8 @@ SummaryTable OperatorTable::table() {
   const size_t flops_column = has_flops_ ? t.add_column("FLOPs", ColumnKind::kFlops) : 0;
   const bool grouped = context_.options.group_by_input_shape;
   const size_t shapes_column = grouped ? t.add_column("Input Shapes", ColumnKind::kText) : 0;
+  const bool by_stack = context_.options.group_by_stack_n > 0;
+  const size_t stack_column = by_stack ? t.add_column("Source Location", ColumnKind::kText) : 0;
   if (rows_.empty()) {
     t.empty_reason = "no Operator events recorded";
     return t;
@@ -231,6 +280,7 @@ SummaryTable OperatorTable::table() {
     if (rows_[i].shapes != kNone) {                                                          // implies grouped
       row.set_text(shapes_column, std::string(context_.result->strings.view(rows_[i].shapes)));
     }
+    if (rows_[i].stack != kNone) row.set_text(stack_column, stack_text(rows_[i].stack));  // implies by_stack
   };
   auto emit_devices = [&](uint32_t parent, uint32_t level) {
     std::vector<uint32_t>& list = device[parent];
@@ -275,6 +325,15 @@ SummaryTable OperatorTable::table() {
                                     "without recorded shapes, and the rows under an operator."
                                   : "group_by_input_shape: no operator has recorded input shapes; record them "
                                     "with record_shapes=True (or an \"input_shapes\" argument from the framework).");
+  }
+  if (by_stack) {
+    const std::string n = std::to_string(context_.options.group_by_stack_n);
+    t.notes.push_back(has_stacks_ ? "One row per operator and source location (group_by_stack_n=" + n +
+                                        "): the innermost " + n +
+                                        " Python function frames around its calls, innermost first; \"-\": calls with "
+                                        "none, and the rows under an operator."
+                                  : "group_by_stack_n: no operator has Python frames around it; record them with "
+                                    "with_stack=True.");
   }
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   const uint64_t unattached = context_.result->info.unattached_device_records;

@@ -18,6 +18,11 @@
 // record_shapes; any framework hook may attach one through pk_event_arg_str)
 // -- and an "Input Shapes" column shows them; calls without one share a row
 // per name, whose cell is missing. Rows under an operator are not split.
+// With group_by_stack_n = N, operator rows are also per source location:
+// the innermost N Python function frames around the call (PythonOp events,
+// as with_stack records them; built-in calls, "<built-in ...>", left out),
+// in a "Source Location" column, innermost first; frames' texts are compared,
+// not their string ids.
 //
 // When some Operator event carries an integer "flops" argument (the PyTorch
 // integration's with_flops; any framework hook may attach one through
@@ -28,6 +33,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -63,11 +70,19 @@ class OperatorTable : public HostEventVisitor {
     RowKind kind;
     CallStats stats;
     uint32_t shapes = kNone;  // string id of the input shapes (grouped operator rows)
+    uint32_t stack = kNone;   // index into stacks_ (grouped operator rows)
     uint64_t flops = 0;
     bool has_flops = false;
   };
 
-  uint32_t operator_row(uint32_t name, uint64_t event);
+  uint32_t operator_row(uint32_t name, uint64_t event, const OpenStack& stack);
+  // The first string id with the same text as `id` (a loaded or merged
+  // Result may repeat a text under several ids).
+  uint32_t canonical(uint32_t id);
+  // The index in stacks_ of the innermost group_by_stack_n Python function
+  // frames around the top of `stack`; kNone when there are none.
+  uint32_t stack_of(const OpenStack& stack);
+  std::string stack_text(uint32_t stack) const;
   // The string ids of the arguments named `key`.
   std::vector<uint32_t> key_ids(std::string_view key) const;
   // The arguments of host event `event` (args are sorted by event).
@@ -102,9 +117,20 @@ class OperatorTable : public HostEventVisitor {
   // by text.
   FlatIndex shaped_rows_;
   std::vector<uint32_t> shapes_keys_;
-  std::vector<uint32_t> canonical_shapes_;
-  std::unordered_map<std::string_view, uint32_t> shapes_by_text_;
   bool has_shapes_ = false;  // some operator row has input shapes
+  // Per string id: its canonical id (kNone until asked); canonical ids by text.
+  std::vector<uint32_t> canonical_;
+  std::unordered_map<std::string_view, uint32_t> by_text_;
+  // group_by_stack_n: the distinct stacks (canonical frame ids, innermost
+  // first) and their indices; per string id, whether it names a built-in
+  // call (0 unknown, 1 no, 2 yes); the groups of grouped rows by
+  // (shapes << 32 | stack).
+  std::vector<std::vector<uint32_t>> stacks_;
+  std::map<std::vector<uint32_t>, uint32_t> stack_index_;
+  std::vector<uint8_t> builtin_frame_;
+  std::vector<uint32_t> frames_;  // scratch
+  std::unordered_map<uint64_t, uint32_t> groups_;
+  bool has_stacks_ = false;  // some operator row has a source location
 };
 
 }  // namespace profkit

@@ -30,7 +30,8 @@ std::string list_values(const std::string_view (&names)[N]) {
 }  // namespace
 
 SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thread_sep, int32_t time_unit,
-                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape) {
+                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape,
+                                    uint64_t group_by_stack_n) {
   if (sorted_by < 0 || sorted_by >= kSortKeyCount) {
     throw Error(PK_ERR_INVALID_ARGUMENT, "summary: sorted_by " + std::to_string(sorted_by) +
                                              " is not a sort key; use one of " + list_values(kSortKeyNames));
@@ -44,6 +45,11 @@ SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thre
                                              " has bits past the last view; set bit (1 << v) for v in " +
                                              list_values(kViewNames) + ", or pass 0 for every view");
   }
+  if (group_by_stack_n > kMaxStackFrames) {
+    throw Error(PK_ERR_INVALID_ARGUMENT, "summary: group_by_stack_n " + std::to_string(group_by_stack_n) +
+                                             " is more frames than a trace nests (" + std::to_string(kMaxStackFrames) +
+                                             "); use 0 (off) to " + std::to_string(kMaxStackFrames));
+  }
   SummaryOptions o;
   o.sorted_by = static_cast<SortKey>(sorted_by);
   o.op_detail = op_detail;
@@ -52,6 +58,7 @@ SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thre
   o.views = views == 0 ? kAllViews : views;
   o.row_limit = row_limit;
   o.group_by_input_shape = group_by_input_shape;
+  o.group_by_stack_n = static_cast<uint32_t>(group_by_stack_n);
   return o;
 }
 

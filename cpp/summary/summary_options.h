@@ -56,6 +56,10 @@ struct SummaryOptions {
   // Operator rows per (name, "input_shapes" argument), with an "Input Shapes"
   // column, as torch.profiler's key_averages(group_by_input_shape=True).
   bool group_by_input_shape = false;
+  // Operator rows per (name, the innermost group_by_stack_n Python function
+  // frames around the call: PythonOp events, built-in calls left out), with a
+  // "Source Location" column, as key_averages(group_by_stack_n=N); 0: off.
+  uint32_t group_by_stack_n = 0;
 
   bool wants(SummaryView v) const noexcept { return (views >> static_cast<int32_t>(v)) & 1u; }
 };
@@ -64,7 +68,11 @@ struct SummaryOptions {
 // profkit::Error(PK_ERR_INVALID_ARGUMENT) with the valid values named.
 // views == 0 means every view.
 SummaryOptions make_summary_options(int32_t sorted_by, bool op_detail, bool thread_sep, int32_t time_unit,
-                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape = false);
+                                    uint32_t views, uint64_t row_limit, bool group_by_input_shape = false,
+                                    uint64_t group_by_stack_n = 0);
+
+// The most frames group_by_stack_n takes: a trace keeps 256 nesting levels.
+constexpr uint64_t kMaxStackFrames = 255;
 
 // "CPUTotal", "GPUMin", ... (the Python SortedKeys names).
 std::string_view sort_key_name(SortKey key) noexcept;

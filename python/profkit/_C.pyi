@@ -116,6 +116,7 @@ class Result:
         views: int = 0,
         row_limit: int = 0,
         group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
     ) -> str: ...
     def summary_json(
         self,
@@ -126,6 +127,7 @@ class Result:
         views: int = 0,
         row_limit: int = 0,
         group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
     ) -> str: ...
     @property
     def host_events(self) -> Column: ...

@@ -164,6 +164,22 @@ def _row_limit(row_limit: Any) -> int:
     return 0 if limit > _ROW_LIMIT_MAX else limit
 
 
+_STACK_FRAMES_MAX = 255  # a trace nests at most 256 levels
+
+
+def _stack_n(group_by_stack_n: Any) -> int:
+    message = f"group_by_stack_n must be an int from 0 (off) to {_STACK_FRAMES_MAX}; got {group_by_stack_n!r}"
+    if isinstance(group_by_stack_n, bool):
+        raise ValueError(message)
+    try:
+        n = operator.index(group_by_stack_n)
+    except TypeError:
+        raise ValueError(message) from None
+    if not 0 <= n <= _STACK_FRAMES_MAX:
+        raise ValueError(message)
+    return n
+
+
 def check_time_unit(time_unit: Any) -> int:
     """The index of `time_unit` among TIME_UNITS, or a ValueError naming them."""
     if isinstance(time_unit, str) and time_unit in TIME_UNITS:
@@ -192,6 +208,11 @@ OPTIONS_DOC = """\
         with an "Input Shapes" column, as torch.profiler's
         key_averages(group_by_input_shape=True); the shapes are recorded
         with record_shapes=True.
+    group_by_stack_n: N > 0 for one Operator row per operator and source
+        location, the innermost N Python function frames around its calls
+        (built-in calls left out), in a "Source Location" column, as
+        torch.profiler's key_averages(group_by_stack_n=N); the frames are
+        recorded with with_stack=True. 0 (default): off.
 """
 _RAISES_DOC = """
     Raises:
@@ -224,6 +245,7 @@ class SummaryOptions:
     views: Any = None
     row_limit: Optional[int] = None
     group_by_input_shape: bool = False
+    group_by_stack_n: int = 0
 
     def __post_init__(self) -> None:
         # Checked up front, once: the engine's arguments are kept, so a bad
@@ -245,6 +267,7 @@ class SummaryOptions:
             "views": _views_mask(self.views),
             "row_limit": _row_limit(self.row_limit),
             "group_by_input_shape": bool(self.group_by_input_shape),
+            "group_by_stack_n": _stack_n(self.group_by_stack_n),
         }
 
     def engine_arguments(self) -> Dict[str, Any]:

@@ -136,6 +136,12 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one operator row per input shapes (recorded with record_shapes=True)",
     )
+    summary.add_argument(
+        "--group-by-stack-n",
+        type=_positive_int,
+        metavar="N",
+        help="one operator row per source location: the innermost N Python frames around it (with_stack=True)",
+    )
 
     merge = commands.add_parser("merge", help="merge several processes' traces into one Chrome trace timeline")
     merge.add_argument(
@@ -285,6 +291,7 @@ def _summary(args: argparse.Namespace) -> None:
         views=views,
         row_limit=args.row_limit,
         group_by_input_shape=args.group_by_input_shape,
+        group_by_stack_n=args.group_by_stack_n or 0,
     )
     if args.json:
         tables = summary_data(result, options)
@@ -303,6 +310,7 @@ _TABLE_OPTIONS = {
     "thread_sep": "--thread-sep",
     "row_limit": "--row-limit",
     "group_by_input_shape": "--group-by-input-shape",
+    "group_by_stack_n": "--group-by-stack-n",
 }
 
 

@@ -638,6 +638,7 @@ class Profiler:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
         group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
     ) -> None:
         """Prints the summary tables of the latest window (SPEC §6)."""
         result = self._require_result("summary")

@@ -506,6 +506,7 @@ class ProfilerResult:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
         group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
     ) -> SummaryText:
         """The summary tables (SPEC §6) as text.
 
@@ -523,6 +524,7 @@ class ProfilerResult:
         views: Union[None, SummaryView, Iterable[SummaryView]] = None,
         row_limit: Optional[int] = None,
         group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
     ) -> Dict[str, Any]:
         """The summary tables as data: one ``SummaryTable`` per view (``.to_pandas()``)."""
         options = _summary.SummaryOptions.from_arguments(locals())

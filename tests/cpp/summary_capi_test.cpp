@@ -142,6 +142,53 @@ TEST_F(SummaryCapiTest, GroupByInputShapeSplitsOperatorRows) {
   EXPECT_NE(older.find("aten::relu  3  "), std::string::npos) << older;
 }
 
+// 1.22: operator rows per source location, from the PythonOp events around
+// them (as with_stack records them through pk_complete_event); a 1.21
+// caller's struct (its sizeof ends where group_by_stack_n begins) keeps one
+// row per name.
+TEST_F(SummaryCapiTest, GroupByStackNSplitsOperatorRowsBySourceLocation) {
+  const pk_name_id frames[] = {pk_intern("/src/a.py(1): f"), pk_intern("/src/b.py(7): g")};
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (const pk_name_id frame : {frames[0], frames[1], frames[0]}) {
+    const uint64_t start = pk_now_ns();
+    pk_begin_event_str("aten::relu", PK_EVENT_OPERATOR);
+    pk_end_event();
+    pk_complete_event(frame, PK_EVENT_PYTHON_OP, start, pk_now_ns());
+  }
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+
+  pk_summary_options o{};
+  o.struct_size = sizeof o;
+  pk_summary_options_init(&o);
+  EXPECT_EQ(o.group_by_stack_n, 0u);
+  o.views = PK_VIEW_BIT(PK_VIEW_OPERATOR);
+  o.group_by_stack_n = 1;
+  char* json = nullptr;
+  ASSERT_EQ(pk_result_summary_json(r.get(), &o, &json, nullptr), PK_OK) << pk_last_error();
+  OwnedString owned(json);
+  const std::string grouped = json;
+  EXPECT_NE(grouped.find("\"Source Location\""), std::string::npos) << grouped;
+  EXPECT_NE(grouped.find("[\"aten::relu\",2,"), std::string::npos) << grouped;
+  EXPECT_NE(grouped.find(",\"b.py(7): g\"]"), std::string::npos) << grouped;
+
+  o.struct_size = offsetof(pk_summary_options, group_by_stack_n);  // 1.21's sizeof, padding included
+  std::memset(reinterpret_cast<char*>(&o) + offsetof(pk_summary_options, group_by_input_shape) + sizeof(int32_t), 0x5a,
+              offsetof(pk_summary_options, group_by_stack_n) - offsetof(pk_summary_options, group_by_input_shape) -
+                  sizeof(int32_t));  // whatever its padding holds
+  o.group_by_stack_n = 7;            // past its struct: not read
+  const std::string older = text_of(r.get(), &o);
+  EXPECT_EQ(older.find("Source Location"), std::string::npos) << older;
+  EXPECT_NE(older.find("aten::relu  3  "), std::string::npos) << older;
+
+  o.struct_size = sizeof o;
+  o.group_by_stack_n = 256;
+  char* refused = nullptr;
+  EXPECT_EQ(pk_result_summary_json(r.get(), &o, &refused, nullptr), PK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused, nullptr);
+  EXPECT_NE(std::string(pk_last_error()).find("group_by_stack_n 256"), std::string::npos) << pk_last_error();
+}
+
 TEST_F(SummaryCapiTest, JsonHasOneObjectPerView) {
   ResultPtr r = record();
   pk_summary_options o{};

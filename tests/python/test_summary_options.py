@@ -44,6 +44,7 @@ def test_options_are_checked_when_made():
         "views": (1 << 8) | (1 << 1),
         "row_limit": 0,  # past the C ABI's field: all
         "group_by_input_shape": False,
+        "group_by_stack_n": 0,
     }
     # A generator of views is read once, when the options are made.
     once = SummaryOptions(views=(v for v in ["UDFView"]))

@@ -50,6 +50,13 @@ def test_operators_sit_under_the_module_code_and_the_builtin_that_called_them(pk
     assert any(name.endswith(": Tensor.backward" if sys.version_info >= (3, 11) else ": backward")
                for name in python_ops["name"])
     assert result.info["unfinished_events"] == 0
+    # The Operator table by source location (torch's key_averages(group_by_stack_n=1)).
+    table = result.summary_data(views=profkit.SummaryView.OperatorView, group_by_stack_n=1, op_detail=False)
+    operators = table["OperatorView"]
+    location = operators.columns.index("Source Location")
+    linear_rows = [row for row in operators.rows if row[0] == "aten::linear"]
+    assert [row[location] for row in linear_rows] == [f"linear.py({linear_forward.co_firstlineno}): {qualname}"]
+    assert linear_rows[0][operators.columns.index("Calls")] == 2
 
 
 def test_the_example_writes_a_flame_graph_of_the_python_code_and_its_operators(pk_torch, tmp_path, capsys):

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import profkit
-from profkit import ProfilerWarning, RecordEvent, TracerEventType, _python_stacks
+from profkit import ProfilerWarning, RecordEvent, TracerEventType, _python_stacks, cli
 
 PYTHON_OP = int(TracerEventType.PythonOp)
 HERE = os.path.abspath(__file__)
@@ -383,4 +383,48 @@ def test_a_process_multiprocessing_forks_in_a_window_stops_tracing():
     record(body, with_stack=True)
     assert body.parent is True
     assert body.child is False
+
+
+def op_here():
+    with RecordEvent("my::op", TracerEventType.Operator):
+        leaf(20)
+
+
+def op_elsewhere():
+    with RecordEvent("my::op", TracerEventType.Operator):
+        leaf(20)
+
+
+def calls_by_location(table):
+    calls = table.columns.index("Calls")
+    location = table.columns.index("Source Location")
+    return {row[location]: row[calls] for row in table.rows if row[0] == "my::op"}
+
+
+def test_operator_rows_per_source_location(tmp_path, capsys):
+    def body(prof):
+        op_here()
+        op_here()
+        op_elsewhere()
+        with RecordEvent("my::op", TracerEventType.Operator):  # body() itself is its innermost frame
+            pass
+
+    result = record(body, with_stack=True)
+    short = {f: os.path.basename(frame_name(f)) for f in (op_here, op_elsewhere, body)}
+    data = result.summary_data(views=profkit.SummaryView.OperatorView, group_by_stack_n=1, op_detail=False)
+    table = data["OperatorView"]
+    assert table.columns[-1] == "Source Location" and table.kinds[-1] == "text"
+    assert calls_by_location(table) == {short[op_here]: 2, short[op_elsewhere]: 1, short[body]: 1}
+    two = result.summary_data(views=profkit.SummaryView.OperatorView, group_by_stack_n=2, op_detail=False)
+    assert calls_by_location(two["OperatorView"])[f"{short[op_here]} <- {short[body]}"] == 2
+    text = result.summary(views=profkit.SummaryView.OperatorView, group_by_stack_n=1)
+    assert "Source Location" in text and short[op_elsewhere] in text
+    # From a saved trace, on the command line.
+    path = str(tmp_path / "run.pktrace")
+    result.save(path)
+    assert cli.main(["summary", path, "--views", "OperatorView", "--group-by-stack-n", "1"]) == 0
+    assert short[op_here] in capsys.readouterr().out
+    for bad in (-1, 256, True, 1.5):
+        with pytest.raises(ValueError, match="group_by_stack_n must be an int from 0"):
+            result.summary(group_by_stack_n=bad)
 

@@ -922,6 +922,14 @@ typedef struct pk_summary_options {
    * with record_shapes), with an "Input Shapes" column (JSON kind "text"; a
    * string, null where none was recorded); default 0. */
   int32_t group_by_input_shape;
+  /* Since 1.22. N > 0: one Operator row per name and the innermost N Python
+   * function frames around the call (PythonOp events, as profkit's
+   * with_stack records them; built-in calls left out), with a "Source
+   * Location" column (JSON kind "text"; null where no frame is around the
+   * call), as torch.profiler's key_averages(group_by_stack_n=N); 0 (default):
+   * off; at most 255. 64 bits wide so that it starts past the padding a 1.21
+   * caller's struct ends with. */
+  uint64_t group_by_stack_n;
 } pk_summary_options;
 
 /* Fills `options` with the defaults (its struct_size set by the caller).
