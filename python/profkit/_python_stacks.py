@@ -1,4 +1,4 @@
-"""``Profiler(with_stack=True)``: the Python calls of the Profiler's thread, as PythonOp events.
+"""``Profiler(with_stack=True)``: the Python calls, as PythonOp events.
 
 The tracer itself is C (``python/bindings/python_tracer.cpp``): a profile
 function that records each Python and built-in function call when it
@@ -43,7 +43,8 @@ def calls_user_code(function: F) -> F:
     _PASS_THROUGH.add(function.__code__)
     return function
 
-_tracing = False
+
+_tracing = False  # the tracer is on (python_tracer_start succeeded on the Profiler's thread)
 
 
 def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
