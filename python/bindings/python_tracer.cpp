@@ -1,6 +1,6 @@
 // The Python call tracer behind Profiler(with_stack=True): every Python
-// function call and every built-in (C) function call on the threads running
-// when a recording window opens becomes a PythonOp event, named as torch.profiler's
+// function call and every built-in (C) function call of a recording window
+// becomes a PythonOp event, named as torch.profiler's
 // with_stack names them ("/path/train.py(12): Model.forward",
 // "<built-in method item of Tensor object>"), so that operators and ranges
 // nest under the Python code that ran them -- in the timeline, the summary's
@@ -35,9 +35,9 @@
 // Thread-safety: start/stop and the profile function run with the GIL held,
 // which guards the caches. Each thread keeps its own stack of open calls
 // (thread-local) and records on itself; start() and stop() set and remove
-// the profile function of every thread of the interpreter (a thread started
-// later is not traced), and a thread that finds the tracing it belongs to
-// over removes its own.
+// the profile function of every thread of the interpreter, a thread started
+// in the window takes it from threading's profile hook (adopt()), and a thread
+// that finds the tracing it belongs to over removes its own.
 #include <Python.h>
 
 #include <array>
@@ -353,7 +353,7 @@ void set_profile_of(PyThreadState* state, Py_tracefunc function) {
 
 // python_tracer_start(own_prefix, pass_through): traces the calls of this
 // thread and of every other thread of the interpreter from now on (threads
-// started later are not traced). Returns (whether this thread is traced, how
+// started later: adopt()). Returns (whether this thread is traced, how
 // many other threads are not): a thread with another profile function set
 // (cProfile, a profiler of another tool) keeps it and is not traced; if this
 // thread has one, nothing is.
@@ -379,6 +379,23 @@ py::tuple start(const std::string& own_prefix, const py::iterable& pass_through)
     }
   }
   return py::make_tuple(true, not_traced);
+}
+
+// python_tracer_adopt(frame): called by the threading profile hook in a
+// thread started while tracing, at its first call (`frame`, the thread's
+// run()): traces this thread from that call on, in place of the hook. When
+// the tracing is over, removes the hook only.
+void adopt(const py::object& frame) {
+  const uint64_t active = g_active.load(std::memory_order_relaxed);
+  if (active == 0 || !PyFrame_Check(frame.ptr())) {
+    PyEval_SetProfile(nullptr, nullptr);
+    return;
+  }
+  ThreadTracer& t = t_tracer;
+  t.open.clear();
+  t.generation = active;
+  PyEval_SetProfile(on_call_event, nullptr);
+  on_call(t, reinterpret_cast<PyFrameObject*>(frame.ptr()), false, nullptr);
 }
 
 // python_tracer_stop(): records this thread's open calls up to now and
@@ -413,6 +430,9 @@ void bind_python_tracer(py::module_& m) {
         "(whether this thread is traced, how many other threads keep another profile function). "
         "own_prefix: profkit's package directory, whose code is left out; pass_through: code objects "
         "of profkit's that call the user's code, whose Python callees are recorded.");
+  m.def("python_tracer_adopt", &adopt, py::arg("frame"),
+        "From a thread started while tracing, in its threading profile hook: traces this thread from the "
+        "call of `frame` on (or, when tracing is over, removes the hook).");
   m.def("python_tracer_stop", &stop, "Records this thread's open calls up to now and stops tracing every thread.");
 }
 

@@ -6,7 +6,7 @@ FileNotFoundError, OSError, ValueError, RuntimeError or MemoryError with the
 engine's message.
 """
 
-from types import CodeType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union
 
 from ._enums import TracerEventType
@@ -58,6 +58,8 @@ def current_step() -> int: ...
 # ---- with_stack's Python call tracer -----------------------------------------
 def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> Tuple[bool, int]:
     """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not)."""
+def python_tracer_adopt(frame: FrameType) -> None:
+    """In a new thread's threading profile hook: traces the thread from `frame`'s call on."""
 def python_tracer_stop() -> None:
     """Records this thread's open calls up to now and stops tracing every thread."""
 

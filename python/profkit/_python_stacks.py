@@ -7,16 +7,20 @@ window opens and off when the window closes (a window listener: it runs on
 the Profiler's thread, before the engine changes state, so calls still open
 at the close are recorded up to it while the engine still records).
 
-Every thread running when a window opens is traced, as torch.profiler's
-with_stack traces them; threads started during the window are not (CPython
-sets a profile function per thread). Where another one is set on a thread
-(cProfile, a debugger's profiler), profkit leaves it in place, records no
-Python calls of that thread, and says so with a ProfilerWarning.
+Every thread is traced: those running when a window opens from then on (as
+torch.profiler's with_stack traces them), and those started during it from
+their first call, through threading's profile hook (``threading.setprofile``,
+which a new thread calls first; it hands the thread to the C tracer), unless
+the program set a hook of its own. Where another profile function is set on
+a thread (cProfile, a debugger's profiler), profkit leaves it in place,
+records no Python calls of that thread, and says so with a ProfilerWarning.
 
 Thread-safety: called with the GIL held, on the Profiler's thread.
 """
 
 import os
+import sys
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, Set, TypeVar
 
 from . import _C, _window_listeners
@@ -47,6 +51,20 @@ def calls_user_code(function: F) -> F:
 _tracing = False  # the tracer is on (python_tracer_start succeeded on the Profiler's thread)
 
 
+def _adopt_new_thread(frame: Any, event: str, arg: Any) -> None:
+    """threading's profile hook while tracing: a new thread's first call hands it to the C tracer."""
+    try:
+        _C.python_tracer_adopt(frame)
+    except Exception:  # an exception here would end the user's thread: that thread goes untraced instead
+        sys.setprofile(None)
+
+
+def _threading_hook() -> Any:
+    if sys.version_info >= (3, 10):
+        return threading.getprofile()
+    return getattr(threading, "_profile_hook", None)  # pragma: no cover (3.9)
+
+
 def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     global _tracing
     wanted = profiler is not None and profiler.with_stack and state.is_recording
@@ -58,13 +76,23 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
                 "(sys.setprofile: cProfile, a debugger or another profiler) is set on this thread, and "
                 "profkit does not replace it. Stop that one to record them."
             )
-        elif others_not_traced:
+            return
+        if others_not_traced:
             warn_at_caller(
                 f"profkit: with_stack records no Python calls of {others_not_traced} other thread(s) in this "
                 "window: another profile function (sys.setprofile: cProfile, a debugger or another profiler) "
                 "is set on them, and profkit does not replace it."
             )
+        if _threading_hook() is None:
+            threading.setprofile(_adopt_new_thread)
+        else:
+            warn_at_caller(
+                "profkit: with_stack records no Python calls of the threads started in this window: the program "
+                "set a profile hook for new threads (threading.setprofile), and profkit does not replace it."
+            )
     elif not wanted and _tracing:
+        if _threading_hook() is _adopt_new_thread:
+            threading.setprofile(None)
         _C.python_tracer_stop()
         _tracing = False
 

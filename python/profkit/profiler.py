@@ -231,8 +231,8 @@ class Profiler:
             matrix products, convolutions, mul and add: a FLOPs column in
             the Operator summary).
         with_stack: record the Python calls (every Python function and
-            built-in function call of the threads running when a window
-            opens, as torch.profiler's ``with_stack``) as PythonOp events,
+            built-in function call of every thread, as torch.profiler's
+            ``with_stack``) as PythonOp events,
             so that operators and ranges nest under the code that ran them,
             in the timeline and in ``export_stacks``'s flame graphs. It
             costs about 0.1 µs per call, as cProfile does (BENCHMARKS.md);

@@ -232,7 +232,7 @@ class Worker:
         self.thread.join()
 
 
-def test_threads_running_when_the_window_opens_are_traced_and_those_started_in_it_are_not():
+def test_every_thread_is_traced_those_running_and_those_started_in_the_window():
     def other_thread_work():
         leaf(30)
 
@@ -240,6 +240,7 @@ def test_threads_running_when_the_window_opens_are_traced_and_those_started_in_i
         leaf(7)
 
     worker = Worker(other_thread_work)
+    started = []
     try:
 
         def body(prof):
@@ -247,22 +248,57 @@ def test_threads_running_when_the_window_opens_are_traced_and_those_started_in_i
             thread = threading.Thread(target=started_in_the_window)
             thread.start()
             thread.join()
+            started.append(thread.native_id)
             leaf(5)
 
         result = record(body, with_stack=True)
+        assert threading.getprofile() is None  # profkit's hook for new threads is gone
         after = record(lambda prof: worker.run_once())  # no with_stack: the worker's tracer is gone
     finally:
         worker.close()
-    ops = python_ops(result)
-    on_worker = [i for i, e in enumerate(result.events) if e["tid"] == worker.thread.native_id]
-    [work] = [i for i in on_worker if result.events[i]["name"] == frame_name(other_thread_work)]
-    [inner] = [i for i in on_worker if result.events[i]["name"] == frame_name(leaf)]
-    assert result.events[inner]["parent"] == work
-    assert result.events[work]["type"] == PYTHON_OP
-    names = list(ops["name"])
-    assert frame_name(started_in_the_window) not in names
-    assert names.count(frame_name(leaf)) == 2  # the worker's and the loop's
+    events = result.events
+    for tid, outer in ((worker.thread.native_id, other_thread_work), (started[0], started_in_the_window)):
+        on_thread = [i for i, e in enumerate(events) if e["tid"] == tid]
+        [work] = [i for i in on_thread if events[i]["name"] == frame_name(outer)]
+        [inner] = [i for i in on_thread if events[i]["name"] == frame_name(leaf)]
+        assert events[inner]["parent"] == work
+        assert events[work]["type"] == PYTHON_OP
+    assert list(python_ops(result)["name"]).count(frame_name(leaf)) == 3  # the two threads' and the loop's
     assert len(python_ops(after)) == 0
+
+
+def test_a_thread_the_tracer_cannot_take_runs_untraced(monkeypatch):
+    def refuses(frame):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(_python_stacks._C, "python_tracer_adopt", refuses)
+    ran = []
+
+    def started_in_the_window():
+        ran.append(leaf(4))
+
+    def body(prof):
+        thread = threading.Thread(target=started_in_the_window)
+        thread.start()
+        thread.join()
+
+    result = record(body, with_stack=True)
+    assert ran == [6]  # the thread ran its target
+    assert frame_name(started_in_the_window) not in list(python_ops(result)["name"])
+
+
+def test_a_threading_profile_hook_of_the_programs_own_is_left_in_place():
+    def theirs(frame, event, arg):
+        sys.setprofile(None)
+
+    threading.setprofile(theirs)
+    try:
+        with pytest.warns(ProfilerWarning, match="threads started in this window"):
+            result = record(lambda prof: leaf(3), with_stack=True)
+        assert threading.getprofile() is theirs
+    finally:
+        threading.setprofile(None)
+    assert frame_name(leaf) in list(python_ops(result)["name"])
 
 
 def test_a_thread_with_another_profile_function_keeps_it_and_the_others_are_traced():
@@ -377,7 +413,7 @@ def test_a_process_multiprocessing_forks_in_a_window_stops_tracing():
 
     def body(prof):
         with multiprocessing.get_context("fork").Pool(1) as pool:
-            body.child = pool.apply(tracing_in_child)
+            body.child = pool.apply_async(tracing_in_child).get(timeout=60)
         body.parent = _python_stacks._tracing
 
     record(body, with_stack=True)
