@@ -252,7 +252,7 @@ def test_every_thread_is_traced_those_running_and_those_started_in_the_window():
             leaf(5)
 
         result = record(body, with_stack=True)
-        assert threading.getprofile() is None  # profkit's hook for new threads is gone
+        assert _python_stacks._threading_hook() is None  # profkit's hook for new threads is gone
         after = record(lambda prof: worker.run_once())  # no with_stack: the worker's tracer is gone
     finally:
         worker.close()
@@ -295,7 +295,7 @@ def test_a_threading_profile_hook_of_the_programs_own_is_left_in_place():
     try:
         with pytest.warns(ProfilerWarning, match="threads started in this window"):
             result = record(lambda prof: leaf(3), with_stack=True)
-        assert threading.getprofile() is theirs
+        assert _python_stacks._threading_hook() is theirs
     finally:
         threading.setprofile(None)
     assert frame_name(leaf) in list(python_ops(result)["name"])
