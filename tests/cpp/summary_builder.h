@@ -140,4 +140,26 @@ inline std::vector<std::string> labels(const profkit::SummaryTable& t, int level
   return out;
 }
 
+// An Operator table's rows with one text column's cells ("" where missing).
+struct TextRow {
+  std::string label;
+  std::string text;
+  uint32_t level;
+  double calls;
+  double cpu_total;
+};
+
+inline std::vector<TextRow> rows_with_text(const profkit::SummaryTable& t, const std::string& column) {
+  const int text = t.find_column(column);
+  EXPECT_GT(text, 0) << column;
+  std::vector<TextRow> rows;
+  if (text <= 0) return rows;
+  for (const profkit::SummaryRow& row : t.rows) {
+    rows.push_back({row.label, std::string(row.text(static_cast<size_t>(text - 1))), row.level,
+                    row.values[static_cast<size_t>(t.find_column("Calls") - 1)],
+                    row.values[static_cast<size_t>(t.find_column("CPU Total") - 1)]});
+  }
+  return rows;
+}
+
 }  // namespace profkit_test

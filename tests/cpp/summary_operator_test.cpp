@@ -355,24 +355,10 @@ std::unique_ptr<profkit::Result> operators_with_shapes() {
   return b.build();
 }
 
-struct ShapedRow {
-  std::string label;
-  std::string shapes;
-  uint32_t level;
-  double calls;
-  double cpu_total;
-};
+using ShapedRow = profkit_test::TextRow;  // text: the input shapes
 
 std::vector<ShapedRow> shaped_rows(const profkit::SummaryTable& t) {
-  const int shapes = t.find_column("Input Shapes");
-  EXPECT_GT(shapes, 0);
-  std::vector<ShapedRow> rows;
-  for (const profkit::SummaryRow& row : t.rows) {
-    rows.push_back({row.label, std::string(row.text(static_cast<size_t>(shapes - 1))), row.level,
-                    row.values[static_cast<size_t>(t.find_column("Calls") - 1)],
-                    row.values[static_cast<size_t>(t.find_column("CPU Total") - 1)]});
-  }
-  return rows;
+  return profkit_test::rows_with_text(t, "Input Shapes");
 }
 
 }  // namespace
@@ -385,16 +371,16 @@ TEST(SummaryOperator, GroupByInputShapeGivesARowPerOperatorAndShapes) {
   const std::vector<ShapedRow> rows = shaped_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
   // Sorted by CPU total; the same text under two string ids is one row.
   ASSERT_EQ(rows.size(), 5u);
-  EXPECT_EQ(rows[0].label + rows[0].shapes, std::string("aten::mm") + kShapesB);
+  EXPECT_EQ(rows[0].label + rows[0].text, std::string("aten::mm") + kShapesB);
   EXPECT_EQ(rows[0].calls, 1);
   EXPECT_EQ(rows[0].cpu_total, 400);
-  EXPECT_EQ(rows[1].label + rows[1].shapes, std::string("aten::mm") + kShapesA);
+  EXPECT_EQ(rows[1].label + rows[1].text, std::string("aten::mm") + kShapesA);
   EXPECT_EQ(rows[1].calls, 3);  // both threads, thread_sep off
   EXPECT_EQ(rows[1].cpu_total, 170);
-  EXPECT_EQ(rows[2].label + rows[2].shapes, std::string("aten::dot"));  // none recorded: one row, no text
+  EXPECT_EQ(rows[2].label + rows[2].text, std::string("aten::dot"));  // none recorded: one row, no text
   EXPECT_EQ(rows[2].calls, 4);
-  EXPECT_EQ(rows[3].label + rows[3].shapes, std::string("aten::relu") + kShapesA);
-  EXPECT_EQ(rows[4].label + rows[4].shapes, std::string("aten::mm"));
+  EXPECT_EQ(rows[3].label + rows[3].text, std::string("aten::relu") + kShapesA);
+  EXPECT_EQ(rows[4].label + rows[4].text, std::string("aten::mm"));
   EXPECT_EQ(rows[4].calls, 1);
   EXPECT_EQ(rows[4].cpu_total, 10);
 }
@@ -414,8 +400,8 @@ TEST(SummaryOperator, GroupByInputShapeKeepsNestedRowsUnderEachShapedRow) {
     ASSERT_LT(i + 1, rows.size());
     EXPECT_EQ(rows[i + 1].label, "aten::dot");
     EXPECT_EQ(rows[i + 1].level, 1u);
-    EXPECT_EQ(rows[i + 1].calls, dots_under.at(rows[i].shapes)) << rows[i].shapes;
-    EXPECT_EQ(rows[i + 1].shapes, "");
+    EXPECT_EQ(rows[i + 1].calls, dots_under.at(rows[i].text)) << rows[i].text;
+    EXPECT_EQ(rows[i + 1].text, "");
   }
   EXPECT_EQ(mm_rows, 3u);
 }
@@ -430,7 +416,7 @@ TEST(SummaryOperator, GroupByInputShapeSplitsThreadsWithThreadSep) {
   size_t mm_a_rows = 0;
   double mm_a_calls = 0;
   for (const ShapedRow& row : rows) {
-    if (row.label != "aten::mm" || row.shapes != kShapesA) continue;
+    if (row.label != "aten::mm" || row.text != kShapesA) continue;
     ++mm_a_rows;
     mm_a_calls += row.calls;
   }
@@ -460,7 +446,7 @@ TEST(SummaryOperator, GroupByInputShapeWithoutShapesSaysHowToRecordThem) {
   const std::vector<ShapedRow> rows = shaped_rows(t);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].calls, 2);
-  EXPECT_EQ(rows[0].shapes, "");
+  EXPECT_EQ(rows[0].text, "");
   bool noted = false;
   for (const std::string& note : t.notes) noted = noted || note.find("record_shapes=True") != std::string::npos;
   EXPECT_TRUE(noted);

@@ -49,24 +49,10 @@ std::unique_ptr<profkit::Result> step_with_frames() {
   return b.build();
 }
 
-struct LocatedRow {
-  std::string label;
-  std::string location;
-  uint32_t level;
-  double calls;
-  double cpu_total;
-};
+using LocatedRow = profkit_test::TextRow;  // text: the source location
 
 std::vector<LocatedRow> located_rows(const profkit::SummaryTable& t) {
-  const int location = t.find_column("Source Location");
-  EXPECT_GT(location, 0);
-  std::vector<LocatedRow> rows;
-  for (const profkit::SummaryRow& row : t.rows) {
-    rows.push_back({row.label, std::string(row.text(static_cast<size_t>(location - 1))), row.level,
-                    row.values[static_cast<size_t>(t.find_column("Calls") - 1)],
-                    row.values[static_cast<size_t>(t.find_column("CPU Total") - 1)]});
-  }
-  return rows;
+  return profkit_test::rows_with_text(t, "Source Location");
 }
 
 bool has_note(const profkit::SummaryTable& t, const std::string& text) {
@@ -88,15 +74,15 @@ TEST(SummarySourceLocation, OneFrameGroupsByTheInnermostPythonFunctionLeavingOut
   // aten::addmm (its innermost Python frame is forward too: operators are not
   // frames), aten::relu, then the call with no frame around it.
   EXPECT_EQ(rows[0].label, "aten::linear");
-  EXPECT_EQ(rows[0].location, "model.py(5): Model.forward");
+  EXPECT_EQ(rows[0].text, "model.py(5): Model.forward");
   EXPECT_EQ(rows[0].calls, 3);
   EXPECT_EQ(rows[0].cpu_total, 1000);
   EXPECT_EQ(rows[1].label, "aten::addmm");
-  EXPECT_EQ(rows[1].location, "model.py(5): Model.forward");
+  EXPECT_EQ(rows[1].text, "model.py(5): Model.forward");
   EXPECT_EQ(rows[2].label, "aten::relu");
-  EXPECT_EQ(rows[2].location, "model.py(5): Model.forward");
+  EXPECT_EQ(rows[2].text, "model.py(5): Model.forward");
   EXPECT_EQ(rows[3].label, "aten::linear");
-  EXPECT_EQ(rows[3].location, "");
+  EXPECT_EQ(rows[3].text, "");
   EXPECT_EQ(rows[3].calls, 1);
   EXPECT_TRUE(has_note(t, "group_by_stack_n=1"));
 }
@@ -109,7 +95,7 @@ TEST(SummarySourceLocation, MoreFramesSplitByTheCallersToo) {
   const std::vector<LocatedRow> rows = located_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
   std::vector<std::string> linear;
   for (const LocatedRow& row : rows) {
-    if (row.label == "aten::linear") linear.push_back(row.location + " x" + std::to_string(int(row.calls)));
+    if (row.label == "aten::linear") linear.push_back(row.text + " x" + std::to_string(int(row.calls)));
   }
   // Thread 2's forward has no caller recorded: a stack of one frame.
   EXPECT_EQ(linear, (std::vector<std::string>{"model.py(5): Model.forward <- train.py(10): step x2",
@@ -124,13 +110,13 @@ TEST(SummarySourceLocation, ThreadSepAndNestedRows) {
   const std::vector<LocatedRow> rows = located_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
   size_t located_linear = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].level != 0 || rows[i].label != "aten::linear" || rows[i].location.empty()) continue;
+    if (rows[i].level != 0 || rows[i].label != "aten::linear" || rows[i].text.empty()) continue;
     ++located_linear;
     if (rows[i].calls == 2) {  // thread 1's: addmm nested under it, with no location of its own
       ASSERT_LT(i + 1, rows.size());
       EXPECT_EQ(rows[i + 1].label, "aten::addmm");
       EXPECT_EQ(rows[i + 1].level, 1u);
-      EXPECT_EQ(rows[i + 1].location, "");
+      EXPECT_EQ(rows[i + 1].text, "");
     }
   }
   EXPECT_EQ(located_linear, 2u);  // one per thread
@@ -153,7 +139,7 @@ TEST(SummarySourceLocation, CombinesWithInputShapes) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].calls, 2);
   EXPECT_EQ(rows[1].calls, 1);
-  EXPECT_EQ(rows[0].location, "model.py(5): Model.forward");
+  EXPECT_EQ(rows[0].text, "model.py(5): Model.forward");
   const int shapes = t.find_column("Input Shapes");
   ASSERT_GT(shapes, 0);
   EXPECT_LT(shapes, t.find_column("Source Location"));
