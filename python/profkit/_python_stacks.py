@@ -61,7 +61,7 @@ def _adopt_new_thread(frame: Any, event: str, arg: Any) -> None:
 
 def _threading_hook() -> Any:
     if sys.version_info >= (3, 10):
-        return threading.getprofile()
+        return threading.getprofile()  # novermin (guarded: 3.10+)
     return getattr(threading, "_profile_hook", None)  # pragma: no cover (3.9)
 
 
