@@ -14,6 +14,7 @@ namespace {
 using profkit_test::collect;
 using profkit_test::events_of;
 using profkit_test::info_of;
+using profkit_test::name_of;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
 
@@ -25,8 +26,6 @@ class CompleteEventTest : public ::testing::Test {
     pk_set_memory_cap(1ull << 30);
   }
 };
-
-std::string name_of(const pk_result* r, const pk_host_event& e) { return pk_result_string(r, e.name); }
 
 // Busy for about `ns`, so that consecutive clock reads differ.
 void spin_for(uint64_t ns) {

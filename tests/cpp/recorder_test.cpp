@@ -21,6 +21,7 @@ using profkit_test::answer_of_child;
 using profkit_test::collect;
 using profkit_test::events_of;
 using profkit_test::info_of;
+using profkit_test::name_of;
 using profkit_test::reset_engine;
 using profkit_test::ResultPtr;
 
@@ -32,8 +33,6 @@ class RecorderTest : public ::testing::Test {
     pk_set_memory_cap(1ull << 30);
   }
 };
-
-std::string name_of(const pk_result* r, const pk_host_event& e) { return pk_result_string(r, e.name); }
 
 TEST_F(RecorderTest, NothingIsRecordedOutsideARecordingState) {
   const pk_name_id name = pk_intern("idle");

@@ -56,6 +56,9 @@ __attribute__((noinline)) inline std::vector<pk_host_event> events_of(const pk_r
   return std::vector<pk_host_event>(e, e + n);
 }
 
+// A host event's name, from the result's string table.
+inline std::string name_of(const pk_result* r, const pk_host_event& e) { return pk_result_string(r, e.name); }
+
 inline pk_result_info info_of(const pk_result* r) {
   pk_result_info info{};
   info.struct_size = sizeof info;
