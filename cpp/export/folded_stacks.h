@@ -5,9 +5,9 @@
 //
 // - kSelfCpu: every host event that is not an instant contributes its self
 //   time (its duration less its direct children's, at least 0) under its
-//   stack: its thread's enclosing events (as Result::parent_of finds them)
-//   and then itself. No frame names the thread, so the same code on two
-//   threads is one flame.
+//   stack: its thread's enclosing events (as the summary's walk nests them,
+//   summary/host_walk.h) and then itself. No frame names the thread, so the
+//   same code on two threads is one flame.
 // - kSelfDevice: every GPU record (kernel, memcpy, memset) contributes its
 //   duration under the stack of its launching runtime call, with the
 //   record's own name as the leaf frame. Records whose launch was not
