@@ -183,8 +183,20 @@ def test_enable_refuses_a_with_flops_that_is_not_a_bool(pk_torch):
 def test_the_example_counts_flops_when_asked(pk_torch, tmp_path, capsys):
     load_example().main(["--steps", "5", "--device", "cpu", "--with-flops", "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    operators = out[out.index("Operator Summary") :]
-    header = next(line for line in operators.splitlines() if line.startswith("Name"))
+    operators = out[out.index("Operator Summary") : out.index("Trace files:")]
+    lines = operators.splitlines()
+    header = next(line for line in lines if line.startswith("Name"))
     assert header.split()[-1] == "FLOPs"
-    conv = next(line for line in operators.splitlines() if line.startswith("aten::conv2d "))
-    assert re.search(r"  \d+\.\d\d [KMGTPE]$", conv), conv  # "   58.72 M": with a decimal prefix
+    # The example prints the 12 operators that took the most time; which ones
+    # varies with the machine's noise (a stall inside aten::add_ once pushed
+    # conv2d out), so the printed rows are checked for their format and the
+    # saved trace, which keeps every operator, for conv2d's count.
+    counted = [line for line in lines if line.startswith("aten::") and not line.endswith(" -")]
+    assert counted, operators
+    for row in counted:
+        assert re.search(r"  \d+(\.\d\d [KMGTPE])?$", row), row  # "   58.72 M": with a decimal prefix from 1000 on
+    (pktrace,) = tmp_path.glob("*.pktrace")
+    result = profkit.load_profiler_result(str(pktrace))
+    (table,) = result.summary_data(views=SummaryView.OperatorView, op_detail=False).values()
+    conv = next(dict(zip(table.columns, row)) for row in table.rows if row[0] == "aten::conv2d")
+    assert conv["FLOPs"] > 1_000_000  # the example's first convolution alone: 2 * 32 * 16 * 32 * 32 * 3 * 3 * 3
