@@ -66,10 +66,10 @@ PK_NOINLINE void instant_recording(uint32_t window, pk_name_id name, uint8_t typ
   if (tb != nullptr) tb->instant(window, name, type);
 }
 
-PK_NOINLINE void whole_event_recording(uint32_t window, pk_name_id name, uint8_t type, uint64_t start_ns,
-                                       uint64_t end_ns) noexcept {
+PK_NOINLINE void whole_event_recording(uint32_t window, pk_name_id name, uint8_t type, uint64_t start, uint64_t end,
+                                       RecordKind kind) noexcept {
   ThreadBuffer* tb = profkit::current_thread_buffer();
-  if (tb != nullptr) tb->whole_event(window, name, type, start_ns, end_ns);
+  if (tb != nullptr) tb->whole_event(window, name, type, start, end, kind);
 }
 
 PK_NOINLINE void arg_recording(uint32_t window, pk_name_id key, RecordKind kind, uint64_t value) noexcept {
@@ -136,7 +136,14 @@ PK_API void pk_instant_event(pk_name_id name, pk_event_type type) noexcept {
 PK_API void pk_complete_event(pk_name_id name, pk_event_type type, uint64_t start_ns, uint64_t end_ns) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  whole_event_recording(window, name, record_type(type), start_ns, end_ns);
+  whole_event_recording(window, name, record_type(type), start_ns, end_ns, RecordKind::kWholeEvent);
+}
+
+PK_API void pk_complete_event_ticks(pk_name_id name, pk_event_type type, uint64_t start_ticks,
+                                    uint64_t end_ticks) noexcept {
+  const uint32_t window = profkit::recording_window();
+  if (PK_LIKELY(window == 0)) return;
+  whole_event_recording(window, name, record_type(type), start_ticks, end_ticks, RecordKind::kWholeEventTicks);
 }
 
 PK_API void pk_event_arg_int(pk_name_id key, int64_t value) noexcept {
@@ -152,6 +159,8 @@ PK_API void pk_event_arg_str(pk_name_id key, const char* utf8_value) noexcept {
 }
 
 PK_API uint64_t pk_now_ns(void) noexcept { return profkit::monotonic_ns(); }
+
+PK_API uint64_t pk_now_ticks(void) noexcept { return profkit::read_ticks(); }
 
 PK_API pk_status pk_set_thread_name(const char* utf8_name) noexcept {
   return guarded("pk_set_thread_name", [&] {

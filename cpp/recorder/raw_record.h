@@ -12,19 +12,20 @@
 namespace profkit {
 
 enum class RecordKind : uint16_t {
-  kEvent = 0,       // a = start ticks, b = end ticks, name/type, depth = stack index
-  kInstant = 1,     // a = b = ticks
-  kArgInt = 2,      // a = start ticks of the target open event, b = value,
-                    // name = key, depth = target's stack index
-  kArgStr = 3,      // as kArgInt, b = interned value id
-  kMemory = 4,      // a = ticks, b = address, name = device (as uint32);
-                    // followed by two kMemoryMore records
-  kMemoryMore = 5,  // 1st: a = bytes (int64), b = total allocated; 2nd: a = total reserved
-  kStep = 6,        // a ProfileStep event: a = start ticks, b = end ticks; followed by one kStepMore
-  kStepMore = 7,    // a = step number, b = num_samples (0: none). The name "ProfileStep#<n>"
-                    // is made at collect, so a step costs no interning (nor a name kept forever)
-  kWholeEvent = 8,  // an event recorded after it ended (pk_complete_event): a = start ns,
-                    // b = end ns (CLOCK_MONOTONIC, not ticks), name/type; nested by time at collect
+  kEvent = 0,            // a = start ticks, b = end ticks, name/type, depth = stack index
+  kInstant = 1,          // a = b = ticks
+  kArgInt = 2,           // a = start ticks of the target open event, b = value,
+                         // name = key, depth = target's stack index
+  kArgStr = 3,           // as kArgInt, b = interned value id
+  kMemory = 4,           // a = ticks, b = address, name = device (as uint32);
+                         // followed by two kMemoryMore records
+  kMemoryMore = 5,       // 1st: a = bytes (int64), b = total allocated; 2nd: a = total reserved
+  kStep = 6,             // a ProfileStep event: a = start ticks, b = end ticks; followed by one kStepMore
+  kStepMore = 7,         // a = step number, b = num_samples (0: none). The name "ProfileStep#<n>"
+                         // is made at collect, so a step costs no interning (nor a name kept forever)
+  kWholeEvent = 8,       // an event recorded after it ended (pk_complete_event): a = start ns,
+                         // b = end ns (CLOCK_MONOTONIC, not ticks), name/type; nested by time at collect
+  kWholeEventTicks = 9,  // as kWholeEvent, with a = start ticks, b = end ticks (pk_complete_event_ticks)
 };
 
 struct RawRecord {

@@ -52,6 +52,12 @@ class RecordConverter {
         case RecordKind::kWholeEvent:
           builder_.add_whole_event(thread_, {rec.a, std::max(rec.a, rec.b), names_(rec.name), rec.type, 0, 0});
           break;
+        case RecordKind::kWholeEventTicks: {
+          const uint64_t start = clock_.to_ns(rec.a);
+          builder_.add_whole_event(thread_,
+                                   {start, std::max(start, clock_.to_ns(rec.b)), names_(rec.name), rec.type, 0, 0});
+          break;
+        }
         case RecordKind::kArgInt:
         case RecordKind::kArgStr:
           open_args_.add(rec);

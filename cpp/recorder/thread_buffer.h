@@ -138,12 +138,14 @@ class alignas(64) ThreadBuffer {
     append({now, now, name, type, static_cast<uint8_t>(d > 255 ? 255 : d), RecordKind::kInstant});
   }
 
-  // An event that already ended, with its times in ns. It takes no part in
-  // the stack of open events: collect nests it among the thread's other
-  // events by time (its depth hint only orders the sort).
-  void whole_event(uint32_t window, uint32_t name, uint8_t type, uint64_t start_ns, uint64_t end_ns) noexcept {
+  // An event that already ended, with its times in ns (kind kWholeEvent) or
+  // in ticks (kWholeEventTicks). It takes no part in the stack of open
+  // events: collect nests it among the thread's other events by time (its
+  // depth hint only orders the sort).
+  void whole_event(uint32_t window, uint32_t name, uint8_t type, uint64_t start, uint64_t end,
+                   RecordKind kind) noexcept {
     if (PK_UNLIKELY(w_.window != window)) start_window(window);
-    append({start_ns, end_ns, name, type, 0, RecordKind::kWholeEvent});
+    append({start, end, name, type, 0, kind});
   }
 
   // Attaches an argument to the innermost open event; ignored if none is open.

@@ -4,6 +4,8 @@
 
 #include "profkit/profkit.h"
 
+#include <new>
+
 namespace profkit_py {
 
 namespace {
@@ -28,44 +30,72 @@ struct OpenRanges {
   uint32_t count = 0;
   uint64_t next_serial = 0;
 };
-thread_local OpenRanges t_open;
 
-void pop_range() {
-  OpenRange& top = t_open.ranges[--t_open.count];
+// Only a pointer lives in thread-local storage, allocated at the thread's
+// first RecordEvent: _C is dlopen'd, and a module whose TLS block is small
+// gets static TLS, which a TLS descriptor reads in a few instructions; the
+// 6 KiB list itself in TLS made every thread-local of _C (this one, the
+// Python call tracer's) a call into the dynamic loader.
+thread_local OpenRanges* t_open = nullptr;
+
+// Frees the thread's list when the thread exits. The names it may still hold
+// are left as they are: there is no Python thread state to release them.
+struct OpenRangesOwner {
+  OpenRangesOwner() = default;
+  OpenRangesOwner(const OpenRangesOwner&) = delete;
+  OpenRangesOwner& operator=(const OpenRangesOwner&) = delete;
+  ~OpenRangesOwner() {
+    delete t_open;
+    t_open = nullptr;
+  }
+};
+
+// The calling thread's list, made at its first use; nullptr when out of
+// memory (the caller then leaves the range unlisted).
+OpenRanges* this_thread_ranges() {
+  if (t_open != nullptr) return t_open;
+  thread_local OpenRangesOwner owner;  // constructed once per thread, here
+  (void)owner;
+  t_open = new (std::nothrow) OpenRanges();
+  return t_open;
+}
+
+void pop_range(OpenRanges& open) {
+  OpenRange& top = open.ranges[--open.count];
   Py_CLEAR(top.name);
 }
 
-// The index of `serial` among this thread's open ranges, or -1.
-int64_t find_range(uint64_t serial) {
-  for (uint32_t i = t_open.count; i-- > 0;) {
-    if (t_open.ranges[i].serial == serial) return i;
+// The index of `serial` among the thread's open ranges, or -1.
+int64_t find_range(const OpenRanges& open, uint64_t serial) {
+  for (uint32_t i = open.count; i-- > 0;) {
+    if (open.ranges[i].serial == serial) return i;
   }
   return -1;
 }
 
-void end_ranges_above(uint32_t index) {
-  while (t_open.count > index) {
+void end_ranges_above(OpenRanges& open, uint32_t index) {
+  while (open.count > index) {
     pk_end_event();
-    pop_range();
+    pop_range(open);
   }
 }
 
 // Ends range `index` and every range above it (none open) in the engine,
 // then the ranges below that were waiting only for these: down to the
 // deepest ended one, abandoned ones between included.
-void end_ranges_from(uint32_t index) {
-  end_ranges_above(index);
-  uint32_t waiting_from = t_open.count;
-  for (uint32_t i = t_open.count; i-- > 0 && t_open.ranges[i].state != RangeState::kOpen;) {
-    if (t_open.ranges[i].state == RangeState::kEnded) waiting_from = i;
+void end_ranges_from(OpenRanges& open, uint32_t index) {
+  end_ranges_above(open, index);
+  uint32_t waiting_from = open.count;
+  for (uint32_t i = open.count; i-- > 0 && open.ranges[i].state != RangeState::kOpen;) {
+    if (open.ranges[i].state == RangeState::kEnded) waiting_from = i;
   }
-  end_ranges_above(waiting_from);
+  end_ranges_above(open, waiting_from);
 }
 
 // The innermost range above `index` still open, or -1 when none is.
-int64_t open_range_above(uint32_t index) {
-  for (uint32_t i = t_open.count; i-- > index + 1;) {
-    if (t_open.ranges[i].state == RangeState::kOpen) return i;
+int64_t open_range_above(const OpenRanges& open, uint32_t index) {
+  for (uint32_t i = open.count; i-- > index + 1;) {
+    if (open.ranges[i].state == RangeState::kOpen) return i;
   }
   return -1;
 }
@@ -73,34 +103,38 @@ int64_t open_range_above(uint32_t index) {
 }  // namespace
 
 uint64_t open_range_push(PyObject* name, uint32_t window) {
+  OpenRanges* const open = this_thread_ranges();
+  if (open == nullptr) return 0;
   // Entries of an earlier window are stale: the engine started that thread's
   // stack afresh when the window changed. They sit below any newer entry, so
   // checking the top keeps every entry in one window.
-  while (t_open.count > 0 && t_open.ranges[t_open.count - 1].window != window) pop_range();
-  if (t_open.count == OpenRanges::kCapacity) return 0;
+  while (open->count > 0 && open->ranges[open->count - 1].window != window) pop_range(*open);
+  if (open->count == OpenRanges::kCapacity) return 0;
   Py_INCREF(name);
-  t_open.ranges[t_open.count++] = {++t_open.next_serial, name, window, RangeState::kOpen};
-  return t_open.next_serial;
+  open->ranges[open->count++] = {++open->next_serial, name, window, RangeState::kOpen};
+  return open->next_serial;
 }
 
 PyObject* open_range_end(uint64_t serial) {
-  const int64_t index = serial != 0 ? find_range(serial) : -1;
+  OpenRanges* const open = t_open;  // a listed range (serial != 0) means the list exists
+  const int64_t index = serial != 0 && open != nullptr ? find_range(*open, serial) : -1;
   if (index < 0) {  // not listed (past the capacity): the innermost is ours
     pk_end_event();
     return nullptr;
   }
-  const int64_t later = open_range_above(static_cast<uint32_t>(index));
+  const int64_t later = open_range_above(*open, static_cast<uint32_t>(index));
   if (later < 0) {
-    end_ranges_from(static_cast<uint32_t>(index));
+    end_ranges_from(*open, static_cast<uint32_t>(index));
     return nullptr;
   }
-  t_open.ranges[index].state = RangeState::kEnded;
-  return t_open.ranges[later].name;
+  open->ranges[index].state = RangeState::kEnded;
+  return open->ranges[later].name;
 }
 
 void open_range_abandon(uint64_t serial) {
-  const int64_t index = find_range(serial);
-  if (index >= 0) t_open.ranges[index].state = RangeState::kAbandoned;
+  OpenRanges* const open = t_open;
+  const int64_t index = open != nullptr ? find_range(*open, serial) : -1;
+  if (index >= 0) open->ranges[index].state = RangeState::kAbandoned;
 }
 
 }  // namespace profkit_py

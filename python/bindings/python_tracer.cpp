@@ -8,7 +8,7 @@
 //
 // How: a C profile function (PyEval_SetProfile, what cProfile uses) that
 // keeps a shadow stack of the calls open on the thread and records each call
-// when it returns, through pk_complete_event. Begin/end events could not be
+// when it returns, through pk_complete_event_ticks. Begin/end events could not be
 // used: a Python call returns while the events it began go on (a
 // RecordEvent's __enter__ begins a range that its with block ends), so the
 // calls do not nest last-in-first-out with the engine's events; recorded
@@ -29,8 +29,10 @@
 //
 // Cost: one profile-function call per Python and C call (CPython's own
 // overhead of a profile function, plus a clock read at the call and a clock
-// read and one record at the return); names come from caches keyed by code
-// object and by built-in function, so a name is built and interned once.
+// read and one record at the return); the clock is the engine's raw one
+// (pk_now_ticks: the TSC, where pk_now_ns's clock_gettime took twice as
+// long); names come from caches keyed by code object and by built-in
+// function, so a name is built and interned once.
 //
 // Thread-safety: start/stop and the profile function run with the GIL held,
 // which guards the caches. Each thread keeps its own stack of open calls
@@ -44,6 +46,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,7 +81,7 @@ struct CodeInfo {
 
 // A call open on the thread: when it began and what to record it as.
 struct OpenCall {
-  uint64_t start_ns;
+  uint64_t start_ticks;  // pk_now_ticks()
   pk_name_id name;       // 0: not recorded (see kind, or it began while not recording)
   uint32_t window;       // the recording window it began in
   CallKind kind;         // what its callees inherit
@@ -90,7 +94,31 @@ struct ThreadTracer {
   std::vector<OpenCall> open;
 };
 
-thread_local ThreadTracer t_tracer;
+// Only a pointer lives in thread-local storage (made at the thread's first
+// traced call): _C is dlopen'd, and a small TLS block gets static TLS, which
+// a TLS descriptor reads in a few instructions -- twice per Python call here.
+thread_local ThreadTracer* t_tracer = nullptr;
+
+// Frees the thread's tracer when the thread exits.
+struct ThreadTracerOwner {
+  ThreadTracerOwner() = default;
+  ThreadTracerOwner(const ThreadTracerOwner&) = delete;
+  ThreadTracerOwner& operator=(const ThreadTracerOwner&) = delete;
+  ~ThreadTracerOwner() {
+    delete t_tracer;
+    t_tracer = nullptr;
+  }
+};
+
+// The calling thread's tracer, made at its first use; nullptr when out of
+// memory (the thread then goes untraced).
+ThreadTracer* this_thread_tracer() {
+  if (t_tracer != nullptr) return t_tracer;
+  thread_local ThreadTracerOwner owner;  // constructed once per thread, here
+  (void)owner;
+  t_tracer = new (std::nothrow) ThreadTracer();
+  return t_tracer;
+}
 
 // Caches. Keys hold a reference to the object they are keyed by, so that no
 // other object takes its address while it is cached; released by stop(). A
@@ -245,9 +273,9 @@ pk_name_id builtin_name(PyObject* callable) {
 }
 
 // Records a call ending now, if it is to be recorded.
-void record(const OpenCall& call, uint64_t now_ns) {
+void record(const OpenCall& call, uint64_t now_ticks) {
   if (call.name != 0 && call.window == pk_recording_word) {
-    pk_complete_event(call.name, PK_EVENT_PYTHON_OP, call.start_ns, now_ns);
+    pk_complete_event_ticks(call.name, PK_EVENT_PYTHON_OP, call.start_ticks, now_ticks);
   }
 }
 
@@ -283,7 +311,7 @@ void on_call(ThreadTracer& t, PyFrameObject* frame, bool builtin, PyObject* func
   }
   const uint32_t window = pk_recording_word;
   if (window == 0) name = 0;
-  t.open.push_back({name != 0 ? pk_now_ns() : 0, name, window, kind, builtin, frame});
+  t.open.push_back({name != 0 ? pk_now_ticks() : 0, name, window, kind, builtin, frame});
 }
 
 // Pairs a return with its call by frame: a return that matches no open call
@@ -293,7 +321,7 @@ void on_return(ThreadTracer& t, PyFrameObject* frame, bool builtin) {
   const auto pop_and_record = [&] {
     const OpenCall call = t.open.back();
     t.open.pop_back();
-    if (call.name != 0) record(call, pk_now_ns());
+    if (call.name != 0) record(call, pk_now_ticks());
     return call.builtin;
   };
   if (builtin) {
@@ -307,8 +335,26 @@ void on_return(ThreadTracer& t, PyFrameObject* frame, bool builtin) {
   }
 }
 
+// Threads that stopped being traced in the current tracing because memory
+// ran out (a name or a stack entry could not be allocated); stop() reports
+// them. Changed with the GIL held.
+int g_threads_out_of_memory = 0;
+
+// The thread goes untraced for the rest of the tracing, its open calls
+// unrecorded: an exception must not leave a C profile function.
+void untrace_thread_out_of_memory(ThreadTracer* t) {
+  if (t != nullptr) t->open.clear();
+  ++g_threads_out_of_memory;
+  PyEval_SetProfile(nullptr, nullptr);
+}
+
 int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
-  ThreadTracer& t = t_tracer;
+  ThreadTracer* const tracer = this_thread_tracer();
+  if (tracer == nullptr) {
+    untrace_thread_out_of_memory(nullptr);
+    return 0;
+  }
+  ThreadTracer& t = *tracer;
   const uint64_t active = g_active.load(std::memory_order_relaxed);
   if (t.generation != active) {
     t.open.clear();
@@ -318,22 +364,26 @@ int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       return 0;
     }
   }
-  switch (what) {
-    case PyTrace_CALL:
-      on_call(t, frame, false, nullptr);
-      break;
-    case PyTrace_C_CALL:
-      on_call(t, frame, true, arg);
-      break;
-    case PyTrace_RETURN:
-      on_return(t, frame, false);
-      break;
-    case PyTrace_C_RETURN:
-    case PyTrace_C_EXCEPTION:
-      on_return(t, frame, true);
-      break;
-    default:
-      break;
+  try {
+    switch (what) {
+      case PyTrace_CALL:
+        on_call(t, frame, false, nullptr);
+        break;
+      case PyTrace_C_CALL:
+        on_call(t, frame, true, arg);
+        break;
+      case PyTrace_RETURN:
+        on_return(t, frame, false);
+        break;
+      case PyTrace_C_RETURN:
+      case PyTrace_C_EXCEPTION:
+        on_return(t, frame, true);
+        break;
+      default:
+        break;
+    }
+  } catch (const std::exception&) {  // std::bad_alloc from the stack or a name
+    untrace_thread_out_of_memory(&t);
   }
   return 0;
 }
@@ -366,6 +416,7 @@ py::tuple start(const std::string& own_prefix, const py::iterable& pass_through)
     if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_start: pass_through holds code objects only");
     if (g_pass_through.insert(code.ptr()).second) Py_INCREF(code.ptr());
   }
+  g_threads_out_of_memory = 0;
   g_active.store(++g_last_generation, std::memory_order_relaxed);
   PyEval_SetProfile(on_call_event, nullptr);
   int not_traced = 0;
@@ -391,24 +442,36 @@ void adopt(const py::object& frame) {
     PyEval_SetProfile(nullptr, nullptr);
     return;
   }
-  ThreadTracer& t = t_tracer;
-  t.open.clear();
-  t.generation = active;
+  ThreadTracer* const t = this_thread_tracer();
+  if (t == nullptr) {
+    untrace_thread_out_of_memory(nullptr);
+    return;
+  }
+  t->open.clear();
+  t->generation = active;
   PyEval_SetProfile(on_call_event, nullptr);
-  on_call(t, reinterpret_cast<PyFrameObject*>(frame.ptr()), false, nullptr);
+  try {
+    on_call(*t, reinterpret_cast<PyFrameObject*>(frame.ptr()), false, nullptr);
+  } catch (const std::exception&) {
+    untrace_thread_out_of_memory(t);
+  }
 }
 
 // python_tracer_stop(): records this thread's open calls up to now and
 // removes the tracer from every thread (the other threads' open calls are
 // not recorded: they did not end in the window); releases the caches.
-void stop() {
+// Returns how many threads stopped being traced early, out of memory.
+int stop() {
   PyThreadState* const own = PyThreadState_Get();
-  if (t_tracer.generation != 0 && t_tracer.generation == g_active.load(std::memory_order_relaxed)) {
-    const uint64_t now = pk_now_ns();
-    for (auto it = t_tracer.open.rbegin(); it != t_tracer.open.rend(); ++it) record(*it, now);
+  ThreadTracer* const t = t_tracer;
+  if (t != nullptr) {
+    if (t->generation != 0 && t->generation == g_active.load(std::memory_order_relaxed)) {
+      const uint64_t now = pk_now_ticks();
+      for (auto it = t->open.rbegin(); it != t->open.rend(); ++it) record(*it, now);
+    }
+    t->open.clear();
+    t->generation = 0;
   }
-  t_tracer.open.clear();
-  t_tracer.generation = 0;
   g_active.store(0, std::memory_order_relaxed);
   for (PyThreadState* state = PyInterpreterState_ThreadHead(own->interp); state != nullptr;
        state = PyThreadState_Next(state)) {
@@ -420,6 +483,9 @@ void stop() {
     }
   }
   release_caches();
+  const int out_of_memory = g_threads_out_of_memory;
+  g_threads_out_of_memory = 0;
+  return out_of_memory;
 }
 
 }  // namespace
@@ -433,7 +499,9 @@ void bind_python_tracer(py::module_& m) {
   m.def("python_tracer_adopt", &adopt, py::arg("frame"),
         "From a thread started while tracing, in its threading profile hook: traces this thread from the "
         "call of `frame` on (or, when tracing is over, removes the hook).");
-  m.def("python_tracer_stop", &stop, "Records this thread's open calls up to now and stops tracing every thread.");
+  m.def("python_tracer_stop", &stop,
+        "Records this thread's open calls up to now and stops tracing every thread; returns how many threads "
+        "stopped being traced earlier because memory ran out.");
 }
 
 }  // namespace profkit_py

@@ -60,8 +60,8 @@ def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> Tu
     """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not)."""
 def python_tracer_adopt(frame: FrameType) -> None:
     """In a new thread's threading profile hook: traces the thread from `frame`'s call on."""
-def python_tracer_stop() -> None:
-    """Records this thread's open calls up to now and stops tracing every thread."""
+def python_tracer_stop() -> int:
+    """Records this thread's open calls up to now and stops tracing every thread; threads untraced for lack of memory."""
 
 # ---- configuration ----------------------------------------------------------
 def set_memory_cap(bytes: int) -> None: ...

@@ -93,8 +93,13 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     elif not wanted and _tracing:
         if _threading_hook() is _adopt_new_thread:
             threading.setprofile(None)
-        _C.python_tracer_stop()
+        out_of_memory = _C.python_tracer_stop()
         _tracing = False
+        if out_of_memory:
+            warn_at_caller(
+                f"profkit: with_stack stopped recording the Python calls of {out_of_memory} thread(s) before this "
+                "window closed: memory ran out. Their calls from then on are missing from this window."
+            )
 
 
 def install() -> None:

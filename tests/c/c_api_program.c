@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
     const uint64_t started = pk_now_ns();
     pk_complete_event(pk_intern("whole"), PK_EVENT_PYTHON_OP, started, pk_now_ns());
   }
+  { /* The same, timed in the engine's raw ticks (1.23). */
+    const uint64_t started = pk_now_ticks();
+    pk_complete_event_ticks(pk_intern("whole in ticks"), PK_EVENT_PYTHON_OP, started, pk_now_ticks());
+  }
   /* C lets an enum argument hold any int (1.6): no type becomes UserDefined. */
   pk_begin_event(pk_intern("odd type"), (pk_event_type)-3);
   pk_end_event();
@@ -124,8 +128,8 @@ int main(int argc, char** argv) {
 
   CHECK(pk_collect(&result) == PK_OK);
   events = pk_result_host_events(result, &count);
-  /* 3 events per iteration per worker; 2 steps, 1 data loading, 1 instant, 1 whole and 2 of odd types on main. */
-  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 7));
+  /* 3 events per iteration per worker; 2 steps, 1 data loading, 1 instant, 2 whole and 2 of odd types on main. */
+  CHECK(count == (size_t)(THREADS * ITERATIONS * 3 + 8));
   CHECK(pk_result_thread_count(result) == THREADS + 1);
   for (i = 0; i < count; ++i) {
     /* Result string ids belong to the result: compare the text. */
@@ -135,6 +139,7 @@ int main(int argc, char** argv) {
     if (strcmp(name, "DataLoader") == 0) CHECK(events[i].type == PK_EVENT_DATALOADER);
     if (strcmp(name, "odd type") == 0) CHECK(events[i].type == PK_EVENT_USER_DEFINED);
     if (strcmp(name, "whole") == 0) CHECK(events[i].type == PK_EVENT_PYTHON_OP && events[i].depth == 1);
+    if (strcmp(name, "whole in ticks") == 0) CHECK(events[i].type == PK_EVENT_PYTHON_OP && events[i].depth == 1);
     CHECK(strcmp(name, "inner") != 0);
   }
   {

@@ -184,4 +184,61 @@ TEST_F(CompleteEventTest, PastTheMemoryCapTheyAreDroppedAndCounted) {
   EXPECT_EQ(kept + info_of(r.get()).dropped_events, kEvents);
 }
 
+// pk_complete_event_ticks: the same event with times from pk_now_ticks,
+// converted to ns as begin/end events are: each reading lands between the
+// pk_now_ns readings taken around it, and it nests by time like the ns kind.
+TEST_F(CompleteEventTest, InTicksItIsConvertedToTheEngineClockAndNestsTheSameWay) {
+  const pk_name_id outer = pk_intern("outer");
+  const pk_name_id frame = pk_intern("frame.py(7): g");
+  const pk_name_id op = pk_intern("aten::mul");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(outer, PK_EVENT_FORWARD);
+  spin_for(2000);
+  const uint64_t before_start = pk_now_ns();
+  const uint64_t start_ticks = pk_now_ticks();
+  const uint64_t after_start = pk_now_ns();
+  spin_for(2000);
+  pk_begin_event(op, PK_EVENT_OPERATOR);
+  spin_for(2000);
+  pk_end_event();
+  spin_for(2000);
+  const uint64_t before_end = pk_now_ns();
+  const uint64_t end_ticks = pk_now_ticks();
+  const uint64_t after_end = pk_now_ns();
+  pk_complete_event_ticks(frame, PK_EVENT_PYTHON_OP, start_ticks, end_ticks);
+  spin_for(2000);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(name_of(r.get(), ev[1]), "frame.py(7): g");
+  EXPECT_EQ(ev[1].type, PK_EVENT_PYTHON_OP);
+  // The conversion's error is bounded by its anchors' jitter: tens of ns.
+  constexpr uint64_t kSlack = 1000;
+  EXPECT_GE(ev[1].start_ns + kSlack, before_start);
+  EXPECT_LE(ev[1].start_ns, after_start + kSlack);
+  EXPECT_GE(ev[1].end_ns + kSlack, before_end);
+  EXPECT_LE(ev[1].end_ns, after_end + kSlack);
+  EXPECT_EQ(name_of(r.get(), ev[2]), "aten::mul");
+  EXPECT_EQ(pk_result_parent(r.get(), 1), 0u);
+  EXPECT_EQ(pk_result_parent(r.get(), 2), 1u);
+}
+
+TEST_F(CompleteEventTest, InTicksNothingOutsideAWindowAndAnEndBeforeTheStartIsZeroLength) {
+  const pk_name_id name = pk_intern("frame");
+  const uint64_t early = pk_now_ticks();
+  pk_complete_event_ticks(name, PK_EVENT_PYTHON_OP, early, pk_now_ticks());  // not recording: dropped
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  const uint64_t start = pk_now_ticks();
+  spin_for(2000);
+  const uint64_t end = pk_now_ticks();
+  pk_complete_event_ticks(name, PK_EVENT_PYTHON_OP, end, start);  // reversed
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].start_ns, ev[0].end_ns);
+}
+
 }  // namespace
