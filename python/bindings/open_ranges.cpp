@@ -2,9 +2,8 @@
 // (see open_ranges.h for why it exists).
 #include "open_ranges.h"
 
+#include "per_thread.h"
 #include "profkit/profkit.h"
-
-#include <new>
 
 namespace profkit_py {
 
@@ -31,34 +30,10 @@ struct OpenRanges {
   uint64_t next_serial = 0;
 };
 
-// Only a pointer lives in thread-local storage, allocated at the thread's
-// first RecordEvent: _C is dlopen'd, and a module whose TLS block is small
-// gets static TLS, which a TLS descriptor reads in a few instructions; the
-// 6 KiB list itself in TLS made every thread-local of _C (this one, the
-// Python call tracer's) a call into the dynamic loader.
-thread_local OpenRanges* t_open = nullptr;
-
-// Frees the thread's list when the thread exits. The names it may still hold
-// are left as they are: there is no Python thread state to release them.
-struct OpenRangesOwner {
-  OpenRangesOwner() = default;
-  OpenRangesOwner(const OpenRangesOwner&) = delete;
-  OpenRangesOwner& operator=(const OpenRangesOwner&) = delete;
-  ~OpenRangesOwner() {
-    delete t_open;
-    t_open = nullptr;
-  }
-};
-
-// The calling thread's list, made at its first use; nullptr when out of
-// memory (the caller then leaves the range unlisted).
-OpenRanges* this_thread_ranges() {
-  if (t_open != nullptr) return t_open;
-  thread_local OpenRangesOwner owner;  // constructed once per thread, here
-  (void)owner;
-  t_open = new (std::nothrow) OpenRanges();
-  return t_open;
-}
+// On the heap (6 KiB; see per_thread.h), made at the thread's first
+// RecordEvent and freed when the thread exits. The names it may still hold
+// then are left as they are: there is no Python thread state to release them.
+using ThreadRanges = PerThread<OpenRanges>;
 
 void pop_range(OpenRanges& open) {
   OpenRange& top = open.ranges[--open.count];
@@ -103,8 +78,8 @@ int64_t open_range_above(const OpenRanges& open, uint32_t index) {
 }  // namespace
 
 uint64_t open_range_push(PyObject* name, uint32_t window) {
-  OpenRanges* const open = this_thread_ranges();
-  if (open == nullptr) return 0;
+  OpenRanges* const open = ThreadRanges::get_or_make();
+  if (open == nullptr) return 0;  // out of memory: left unlisted
   // Entries of an earlier window are stale: the engine started that thread's
   // stack afresh when the window changed. They sit below any newer entry, so
   // checking the top keeps every entry in one window.
@@ -116,7 +91,7 @@ uint64_t open_range_push(PyObject* name, uint32_t window) {
 }
 
 PyObject* open_range_end(uint64_t serial) {
-  OpenRanges* const open = t_open;  // a listed range (serial != 0) means the list exists
+  OpenRanges* const open = ThreadRanges::get();  // a listed range (serial != 0) means the list exists
   const int64_t index = serial != 0 && open != nullptr ? find_range(*open, serial) : -1;
   if (index < 0) {  // not listed (past the capacity): the innermost is ours
     pk_end_event();
@@ -132,7 +107,7 @@ PyObject* open_range_end(uint64_t serial) {
 }
 
 void open_range_abandon(uint64_t serial) {
-  OpenRanges* const open = t_open;
+  OpenRanges* const open = ThreadRanges::get();
   const int64_t index = open != nullptr ? find_range(*open, serial) : -1;
   if (index >= 0) open->ranges[index].state = RangeState::kAbandoned;
 }

@@ -47,7 +47,6 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <new>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -55,6 +54,7 @@
 #include <vector>
 
 #include "binding.h"
+#include "per_thread.h"
 
 namespace profkit_py {
 namespace {
@@ -94,31 +94,9 @@ struct ThreadTracer {
   std::vector<OpenCall> open;
 };
 
-// Only a pointer lives in thread-local storage (made at the thread's first
-// traced call): _C is dlopen'd, and a small TLS block gets static TLS, which
-// a TLS descriptor reads in a few instructions -- twice per Python call here.
-thread_local ThreadTracer* t_tracer = nullptr;
-
-// Frees the thread's tracer when the thread exits.
-struct ThreadTracerOwner {
-  ThreadTracerOwner() = default;
-  ThreadTracerOwner(const ThreadTracerOwner&) = delete;
-  ThreadTracerOwner& operator=(const ThreadTracerOwner&) = delete;
-  ~ThreadTracerOwner() {
-    delete t_tracer;
-    t_tracer = nullptr;
-  }
-};
-
-// The calling thread's tracer, made at its first use; nullptr when out of
-// memory (the thread then goes untraced).
-ThreadTracer* this_thread_tracer() {
-  if (t_tracer != nullptr) return t_tracer;
-  thread_local ThreadTracerOwner owner;  // constructed once per thread, here
-  (void)owner;
-  t_tracer = new (std::nothrow) ThreadTracer();
-  return t_tracer;
-}
+// Behind a thread-local pointer (per_thread.h), read twice per Python call:
+// made at the thread's first traced call, freed when the thread exits.
+using ThreadTracers = PerThread<ThreadTracer>;
 
 // Caches. Keys hold a reference to the object they are keyed by, so that no
 // other object takes its address while it is cached; released by stop(). A
@@ -349,7 +327,7 @@ void untrace_thread_out_of_memory(ThreadTracer* t) {
 }
 
 int on_call_event(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
-  ThreadTracer* const tracer = this_thread_tracer();
+  ThreadTracer* const tracer = ThreadTracers::get_or_make();
   if (tracer == nullptr) {
     untrace_thread_out_of_memory(nullptr);
     return 0;
@@ -442,7 +420,7 @@ void adopt(const py::object& frame) {
     PyEval_SetProfile(nullptr, nullptr);
     return;
   }
-  ThreadTracer* const t = this_thread_tracer();
+  ThreadTracer* const t = ThreadTracers::get_or_make();
   if (t == nullptr) {
     untrace_thread_out_of_memory(nullptr);
     return;
@@ -463,7 +441,7 @@ void adopt(const py::object& frame) {
 // Returns how many threads stopped being traced early, out of memory.
 int stop() {
   PyThreadState* const own = PyThreadState_Get();
-  ThreadTracer* const t = t_tracer;
+  ThreadTracer* const t = ThreadTracers::get();
   if (t != nullptr) {
     if (t->generation != 0 && t->generation == g_active.load(std::memory_order_relaxed)) {
       const uint64_t now = pk_now_ticks();
