@@ -1,6 +1,8 @@
 """Profiler(with_stack=True): the Python calls of the Profiler's thread as PythonOp events."""
 
+import json
 import os
+import subprocess
 import sys
 import threading
 
@@ -92,6 +94,48 @@ def test_calls_nest_under_their_callers_and_ranges_under_the_call_that_opened_th
     for index in indices_named(result, frame_name(middle)):
         parent = events[events[index]["parent"]]
         assert parent["start_ns"] <= events[index]["start_ns"] <= events[index]["end_ns"] <= parent["end_ns"]
+
+
+_CLOCK_CHILD = r"""
+import json, time
+import profkit
+from profkit import RecordEvent
+
+def sleeper():
+    with RecordEvent("nap"):
+        time.sleep(0.002)
+
+prof = profkit.Profiler(on_trace_ready=lambda p: None, timer_only=False, with_stack=True)
+before = profkit._C.now_ns()
+prof.start()
+sleeper()
+prof.stop()
+after = profkit._C.now_ns()
+events = prof.profiler_result.events
+def one(name):
+    (index,) = [i for i, e in enumerate(events) if e["name"].endswith(name)]
+    e = events[index]
+    return {"start": int(e["start_ns"]), "end": int(e["end_ns"]), "parent": int(e["parent"]), "index": index}
+print(json.dumps({"before": before, "after": after, "call": one(": sleeper"), "range": one("nap")}))
+"""
+
+
+@pytest.mark.parametrize("clock", ["monotonic", "default"])
+def test_calls_are_timed_on_either_engine_clock(clock):
+    # The tracer reads the engine's raw ticks (the TSC by default;
+    # CLOCK_MONOTONIC ns with PROFKIT_CLOCK=monotonic), converted at collect:
+    # on either clock a call lands inside the window and around its range.
+    env = dict(os.environ)
+    env.pop("PROFKIT_CLOCK", None)
+    if clock == "monotonic":
+        env["PROFKIT_CLOCK"] = "monotonic"
+    done = subprocess.run([sys.executable, "-c", _CLOCK_CHILD], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    call, nap = out["call"], out["range"]
+    assert out["before"] <= call["start"] <= nap["start"] <= nap["end"] <= call["end"] <= out["after"]
+    assert nap["end"] - nap["start"] >= 2_000_000  # the 2 ms sleep
+    assert nap["parent"] == call["index"]
 
 
 def test_profkits_own_calls_and_calls_begun_before_the_window_are_left_out():
