@@ -134,6 +134,12 @@ class Source:
             raise MergeError(f"merge: cannot read {path!r}: {e.strerror or e}") from e
         if len(head) < _HEAD_BYTES and not head.strip(_JSON_BLANKS):
             raise MergeError(f"merge: {path!r} is empty; it is not a profkit trace")
+        if head[:2] == b"\x1f\x8b":
+            # merge reads its inputs in place (mapped, one at a time), not through a decompressed copy.
+            raise MergeError(
+                f"merge: {path!r} is gzip-compressed; merge reads plain trace files: decompress it first "
+                "(gunzip -k FILE) and merge the file that gives"
+            )
         # The identifier first: a .pktrace's size prefix may look like blanks and a '{'.
         if not looks_like_pktrace(head) and looks_like_json(head):
             self._open_chrome()

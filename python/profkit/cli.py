@@ -27,6 +27,7 @@ import warnings
 from typing import List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
+from ._gzip_files import without_gzip_suffix
 from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
 from .result import STACKS_METRICS
@@ -195,7 +196,10 @@ def _info(args: argparse.Namespace) -> None:
 
 
 def _default_output(path: str) -> str:
-    """x.pktrace -> x.trace.json; x.trace.json (or x.json) -> x.pktrace; anything else gets .trace.json."""
+    """x.pktrace -> x.trace.json; x.trace.json (or x.json) -> x.pktrace; anything else gets .trace.json.
+
+    A compressed input (x.trace.json.gz) gives a plain output (x.pktrace)."""
+    path = without_gzip_suffix(path)
     for json_suffix in (CHROME_SUFFIX, ".json"):
         if path.endswith(json_suffix):
             return path[: -len(json_suffix)] + PKTRACE_SUFFIX
@@ -204,7 +208,8 @@ def _default_output(path: str) -> str:
 
 
 def _default_stacks_output(path: str) -> str:
-    """x.pktrace, x.trace.json or x.json -> x.stacks; anything else gets .stacks added."""
+    """x.pktrace, x.trace.json or x.json (each maybe .gz) -> x.stacks; anything else gets .stacks added."""
+    path = without_gzip_suffix(path)
     for suffix in (PKTRACE_SUFFIX, CHROME_SUFFIX, ".json"):
         if path.endswith(suffix):
             return path[: -len(suffix)] + STACKS_SUFFIX
@@ -242,11 +247,12 @@ def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
     output = _default_output(args.file) if args.output is None else _output_file(args.output)
-    if output.endswith(PKTRACE_SUFFIX) and (args.label_durations or args.no_flows):
+    to_pktrace = without_gzip_suffix(output).endswith(PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
+    if to_pktrace and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
     result = load_profiler_result(args.file)
-    if output.endswith(PKTRACE_SUFFIX):
-        result.save(output)
+    if to_pktrace:
+        result.save(output, format="pb")
         where = f"`profkit summary {output}` or load_profiler_result"
         _say_written(output, f"wrote {output} ({len(result)} host events); {where}")
         return

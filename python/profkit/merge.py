@@ -253,6 +253,12 @@ def merge_traces(
 def _output_target(output: str) -> OutputFile:
     """Where the merged file goes, refused up front when it cannot be written
     there: before any input is read."""
+    if output.endswith(".gz"):
+        # A .gz name promises compressed bytes; the merged timeline is written plain, as it streams.
+        raise MergeError(
+            f"merge: the output {output!r} is named .gz, but merge writes plain Chrome trace JSON; name it "
+            ".trace.json and compress it afterwards (gzip -k FILE: ui.perfetto.dev opens the .gz as it is)"
+        )
     if output.endswith(PKTRACE_SUFFIX):
         # Loaders tell formats by content, people by name: a .pktrace holding JSON misleads both.
         raise MergeError(

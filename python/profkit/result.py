@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Un
 
 import numpy as np
 
-from . import _C, _records, _summary
+from . import _C, _gzip_files, _records, _summary
 from ._enums import SortedKeys, SummaryView, TracerEventType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -452,14 +452,19 @@ class ProfilerResult:
 
         paddle.profiler's ``ProfilerResult.save(path, format)`` takes the
         same formats. Without ``format`` the path's suffix decides: ``.json``
-        writes Chrome trace JSON, anything else ``.pktrace``.
+        writes Chrome trace JSON, anything else ``.pktrace``. A name ending
+        in ``.gz`` (``run.trace.json.gz``, ``run.pktrace.gz``) writes the
+        file gzip-compressed, and the suffix before it decides the format.
         """
         if format is None:
-            format = "json" if os.fspath(path)[-5:] in (".json", b".json") else "pb"
+            format = "json" if _gzip_files.without_gzip_suffix(path).endswith(".json") else "pb"
         if format == "json":
             self.export_chrome_tracing(path)
         elif format in ("pb", "pktrace"):
-            self._result.save(os.fsencode(path))  # bytes: a name that is not UTF-8 still works
+            if _gzip_files.is_gzip_name(path):
+                _gzip_files.write_gzipped(path, self._result.save)
+            else:
+                self._result.save(os.fsencode(path))  # bytes: a name that is not UTF-8 still works
         else:
             raise ValueError(
                 f"ProfilerResult.save: format must be 'json' or 'pb' (or None: by the suffix), got {format!r}"
@@ -470,8 +475,17 @@ class ProfilerResult:
 
         ``label_durations`` appends each event's duration to its name;
         ``include_flows`` draws arrows from CUDA launches to their GPU work.
+        A name ending in ``.gz`` writes it gzip-compressed (ui.perfetto.dev
+        opens that as it is; ``load_profiler_result`` reads it back).
         """
-        self._result.export_chrome(os.fsencode(path), label_durations=label_durations, include_flows=include_flows)
+
+        def write(target: bytes) -> None:
+            self._result.export_chrome(target, label_durations=label_durations, include_flows=include_flows)
+
+        if _gzip_files.is_gzip_name(path):
+            _gzip_files.write_gzipped(path, write)
+        else:
+            write(os.fsencode(path))
 
     def export_stacks(self, path: PathLike, metric: str = "self_cpu_time_total") -> None:
         """Writes folded stacks for a flame graph, as torch.profiler's ``export_stacks``.
@@ -545,14 +559,16 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
     Both give the same result, except that JSON cannot carry invalid UTF-8 in
     names (it comes back as U+FFFD) and keeps kernels' occupancy figures to 6
     significant digits. A ``.pktrace`` is smaller and loads faster (its
-    records are read in place, not parsed).
+    records are read in place, not parsed). Either may be gzip-compressed
+    (``run.trace.json.gz``, as ``export_chrome_tracing(..., use_gzip=True)``
+    writes, or a file gzipped to be shared): it is decompressed first.
 
     The file is verified before use.
 
     Raises:
         FileNotFoundError: there is no such file.
-        ValueError: the file is empty, truncated, corrupt, gzip-compressed,
-            from a newer profkit, or not a profkit trace -- such as
+        ValueError: the file is empty, truncated, corrupt (its gzip
+            compression included), from a newer profkit, or not a profkit trace -- such as
             torch.profiler's JSON or a timeline merged by ``profkit merge``
             (the message says which).
     """
@@ -562,22 +578,19 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
         raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
         raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a trace file")
-    try:
-        return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
-    except ValueError as e:
-        if _is_gzip(path):
-            # Traces are often gzipped to be shared; the engine would only say "not a profkit trace".
-            raise ValueError(
-                f"cannot load {os.fsdecode(path)!r}: it is gzip-compressed; decompress it first "
-                "(gunzip -k FILE) and load the file that gives"
-            ) from e
-        raise
+    if _gzip_files.is_gzip_file(path):  # by content: a gzipped trace need not be named .gz
+        return ProfilerResult(_gzip_files.load_gunzipped(path, _load_named(path)), path=path)
+    return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
 
 
-def _is_gzip(path: Union[str, bytes]) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
+def _load_named(path: Union[str, bytes]) -> Any:
+    """_C.load for a decompressed copy of ``path``, whose errors name ``path``, not the copy."""
+
+    def load(plain: bytes) -> Any:
+        try:
+            return _C.load(plain)
+        except ValueError as e:
+            raise ValueError(str(e).replace(os.fsdecode(plain), os.fsdecode(path) + " (decompressed)")) from e
+
+    return load
 

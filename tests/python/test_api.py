@@ -70,7 +70,10 @@ def test_signatures_match_paddle():
     record_event = inspect.signature(profkit.RecordEvent).parameters
     assert list(record_event) == ["name", "event_type"]
     assert record_event["event_type"].default is profkit.TracerEventType.PythonUserDefined
-    assert list(inspect.signature(profkit.export_chrome_tracing).parameters) == ["dir_name", "worker_name"]
+    exporter = inspect.signature(profkit.export_chrome_tracing).parameters
+    assert list(exporter)[:2] == ["dir_name", "worker_name"]  # paddle's, positional as there
+    # profkit's own additions (use_gzip) come after, by keyword only.
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is False for p in list(exporter.values())[2:])
     assert list(inspect.signature(profkit.Profiler.export).parameters) == ["self", "path", "format"]
 
 

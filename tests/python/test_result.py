@@ -283,22 +283,6 @@ def test_a_trace_read_from_a_pipe_loads_like_the_file(saved, tmp_path, fmt):
         assert np.array_equal(loaded.events[field], live.events[field]), field
 
 
-def test_a_gzipped_trace_says_to_decompress_it(saved, tmp_path):
-    # It used to be "not a profkit trace (no 'PKTR' file identifier)".
-    import gzip
-
-    live, path = saved
-    live.export_chrome_tracing(str(tmp_path / "t.trace.json"))
-    for source in (path, str(tmp_path / "t.trace.json")):
-        with open(source, "rb") as f:
-            packed = tmp_path / (os.path.basename(source) + ".gz")
-            packed.write_bytes(gzip.compress(f.read()))
-        with pytest.raises(ValueError, match=r"cannot load '.*\.gz': it is gzip-compressed; decompress it first"):
-            load_profiler_result(packed)
-        with pytest.raises(ValueError, match="gzip-compressed"):
-            load_profiler_result(os.fsencode(packed))
-
-
 def test_every_truncation_is_an_error_never_a_crash(saved, tmp_path):
     _, path = saved
     with open(path, "rb") as f:

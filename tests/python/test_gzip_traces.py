@@ -1,0 +1,144 @@
+"""Traces compressed with gzip: written when the name ends in .gz, loaded by their content.
+
+torch.profiler's tensorboard_trace_handler(use_gzip=True) writes
+.pt.trace.json.gz and ui.perfetto.dev opens it as it is; profkit writes and
+reads both of its formats that way (python/profkit/_gzip_files.py).
+"""
+
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from profkit import Profiler, RecordEvent, TracerEventType, cli, export_chrome_tracing, load_profiler_result
+from profkit.merge import MergeError, merge_traces
+from profkit.result import EVENT_DTYPE
+
+
+def record():
+    with Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in range(3):
+            with RecordEvent("forward", TracerEventType.Forward):
+                with RecordEvent("inner"):
+                    pass
+            prof.step()
+    return prof.profiler_result
+
+
+def assert_same_events(a, b):
+    assert len(a) == len(b) > 0
+    for field in EVENT_DTYPE.names:
+        assert np.array_equal(a.events[field], b.events[field]), field
+
+
+def only_files(directory):
+    """The directory's entries: a write must leave no temporary behind."""
+    return sorted(os.listdir(directory))
+
+
+@pytest.mark.parametrize("name", ["run.pktrace.gz", "run.trace.json.gz"])
+def test_a_name_ending_in_gz_writes_the_format_before_it_compressed(tmp_path, name):
+    live = record()
+    path = tmp_path / name
+    live.save(str(path))
+    assert only_files(tmp_path) == [name]
+    data = gzip.decompress(path.read_bytes())
+    if name.endswith(".trace.json.gz"):
+        doc = json.loads(data)
+        assert sum(1 for e in doc["traceEvents"] if e.get("name") == "forward") == 3
+    else:
+        assert b"PKTR" in data[:16]  # the FlatBuffers file identifier
+    loaded = load_profiler_result(path)
+    assert loaded.path == str(path)
+    assert_same_events(loaded, live)
+
+
+def test_export_chrome_tracing_to_a_gz_name_compresses_and_keeps_its_options(tmp_path):
+    live = record()
+    live.export_chrome_tracing(tmp_path / "t.trace.json.gz", label_durations=True)
+    doc = json.loads(gzip.decompress((tmp_path / "t.trace.json.gz").read_bytes()))
+    names = [e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert any(n.startswith("forward[") for n in names), names  # the duration appended
+
+
+def test_a_gzipped_trace_loads_whatever_its_name(tmp_path):
+    live = record()
+    live.save(str(tmp_path / "plain.pktrace"))
+    live.export_chrome_tracing(str(tmp_path / "plain.trace.json"))
+    for plain in ("plain.pktrace", "plain.trace.json"):
+        packed = tmp_path / (plain + ".shared")  # gzipped to be shared, not named .gz
+        packed.write_bytes(gzip.compress((tmp_path / plain).read_bytes()))
+        assert_same_events(load_profiler_result(packed), live)
+        assert_same_events(load_profiler_result(os.fsencode(packed)), live)
+
+
+def test_a_damaged_gzip_trace_is_a_clear_error(tmp_path):
+    live = record()
+    live.save(str(tmp_path / "t.pktrace.gz"))
+    data = (tmp_path / "t.pktrace.gz").read_bytes()
+    truncated = tmp_path / "truncated.pktrace.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"cannot load '.*truncated\.pktrace\.gz': its gzip compression is damaged"):
+        load_profiler_result(truncated)
+    not_a_trace = tmp_path / "notes.txt.gz"
+    not_a_trace.write_bytes(gzip.compress(b"just some text, not a trace"))
+    with pytest.raises(ValueError) as caught:
+        load_profiler_result(not_a_trace)
+    # The engine's message names the file given, not the decompressed copy.
+    assert "notes.txt.gz (decompressed)" in str(caught.value) and "gunzipped" not in str(caught.value)
+
+
+def test_a_failed_compressed_write_leaves_nothing_behind(tmp_path):
+    live = record()
+    with pytest.raises(FileNotFoundError, match=r"cannot write '.*missing/t\.trace\.json\.gz'"):
+        live.save(str(tmp_path / "missing" / "t.trace.json.gz"))
+    (tmp_path / "t.pktrace.gz").mkdir()  # the rename into place fails: a directory holds the name
+    with pytest.raises(IsADirectoryError, match=r"cannot write '.*t\.pktrace\.gz'"):
+        live.save(str(tmp_path / "t.pktrace.gz"))
+    assert only_files(tmp_path) == ["t.pktrace.gz"]
+    assert only_files(tmp_path / "t.pktrace.gz") == []
+
+
+def test_the_export_callback_writes_gzipped_chrome_json_when_asked(tmp_path):
+    exporter = export_chrome_tracing(str(tmp_path), worker_name="w", use_gzip=True)
+    assert repr(exporter) == f"export_chrome_tracing({str(tmp_path)!r}, worker_name='w', use_gzip=True)"
+    with Profiler(on_trace_ready=exporter) as prof:
+        with RecordEvent("forward", TracerEventType.Forward):
+            pass
+        prof.step()
+    (path,) = exporter.paths
+    assert path.startswith(str(tmp_path / "w_time_")) and path.endswith(".trace.json.gz")
+    assert only_files(tmp_path) == [os.path.basename(path)]
+    with open(path, "rb") as f:
+        doc = json.loads(gzip.decompress(f.read()))
+    assert any(e.get("name") == "forward" for e in doc["traceEvents"])
+    assert [e["name"] for e in load_profiler_result(path).events if e["name"] == "forward"] == ["forward"]
+    with pytest.raises(TypeError, match="use_gzip must be True or False"):
+        export_chrome_tracing(str(tmp_path), use_gzip="yes")
+
+
+def test_the_command_line_reads_and_writes_gzipped_traces(tmp_path, capsys):
+    live = record()
+    source = tmp_path / "run.trace.json.gz"
+    live.save(str(source))
+    assert cli.main(["summary", str(source)]) == 0
+    assert "Steps: 3 (all)" in capsys.readouterr().out  # the loaded trace's three steps
+    assert cli.main(["export", str(source)]) == 0  # the default output: plain, the other format
+    assert_same_events(load_profiler_result(tmp_path / "run.pktrace"), live)
+    assert cli.main(["export", str(source), "-o", str(tmp_path / "again.pktrace.gz")]) == 0
+    assert (tmp_path / "again.pktrace.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert_same_events(load_profiler_result(tmp_path / "again.pktrace.gz"), live)
+
+
+def test_merge_says_it_takes_and_writes_plain_files_only(tmp_path):
+    live = record()
+    plain, packed = tmp_path / "a.trace.json", tmp_path / "b.trace.json.gz"
+    live.save(str(plain))
+    live.save(str(packed))
+    with pytest.raises(MergeError, match=r"is gzip-compressed; merge reads plain trace files: decompress it first"):
+        merge_traces([str(plain), str(packed)], tmp_path / "m.trace.json")
+    with pytest.raises(MergeError, match=r"named \.gz, but merge writes plain Chrome trace JSON"):
+        merge_traces([str(plain)], tmp_path / "m.trace.json.gz")
+    assert not (tmp_path / "m.trace.json").exists() and not (tmp_path / "m.trace.json.gz").exists()
