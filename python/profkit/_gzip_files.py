@@ -6,8 +6,9 @@ is: traces are shared that way (Chrome JSON compresses 10-20x). The engine
 writes and reads plain files, so compression goes around it here:
 
 - writing: the engine writes a temporary plain file beside the target,
-  which is compressed into a second temporary renamed over the target, so
-  a crash or a full disk never leaves half a file under the final name;
+  which is compressed into the target the way the engine writes its files
+  (a second temporary renamed into place: a crash or a full disk never
+  leaves half a file under the final name);
 - reading: the file is decompressed into a temporary file that the engine
   loads (and that is removed at once: the loaded result keeps its own copy
   or mapping).
@@ -23,6 +24,8 @@ import tempfile
 import uuid
 import zlib
 from typing import Callable, Union
+
+from ._output_files import OutputFile, output_file, written
 
 __all__ = ["GZIP_SUFFIX", "is_gzip_name", "without_gzip_suffix", "is_gzip_file", "write_gzipped", "load_gunzipped"]
 
@@ -70,13 +73,16 @@ def _remove_quietly(path: str) -> None:
         pass
 
 
-def _new_file_beside(target: str, suffix: str) -> str:
-    """Creates an empty file with a fresh name in ``target``'s directory (mode 0666 less the umask)."""
-    directory, base = os.path.split(target)
+def _new_plain_file(destination: OutputFile) -> str:
+    """An empty file with a fresh name for the plain trace: beside the
+    destination (one file system, room where the output goes), or in the
+    temporary directory when the destination is a FIFO or device."""
+    directory = tempfile.gettempdir() if destination.in_place else destination.directory
+    base = os.path.basename(destination.path)
     while True:
-        path = os.path.join(directory, f".{base}.{os.getpid()}.{uuid.uuid4().hex[:12]}{suffix}")
+        path = os.path.join(directory, f".{base}.{os.getpid()}.{uuid.uuid4().hex[:12]}.plain")
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             return path
         except FileExistsError:
             continue
@@ -85,31 +91,29 @@ def _new_file_beside(target: str, suffix: str) -> str:
 def write_gzipped(path: PathLike, write_plain: Callable[[bytes], None]) -> None:
     """Writes ``path`` gzip-compressed: ``write_plain(p)`` writes the plain file at ``p``.
 
-    Both temporaries live beside ``path`` (so the final rename stays on one
-    file system) and are removed whatever happens; ``path`` itself is only
-    ever replaced whole. An OSError names ``path`` (not a temporary);
+    The compressed file reaches ``path`` as the engine's files do
+    (_output_files.py): through a temporary renamed into place, a link
+    followed, a FIFO or device written in place; so a crash or a full disk
+    never leaves half a file under the final name. The plain temporary is
+    removed whatever happens. An OSError names ``path`` (not a temporary);
     write_plain's other errors pass through.
     """
     target = os.fsdecode(path)
-    plain = packed = None
+    plain = None
     try:
-        plain = _new_file_beside(target, ".plain")
+        destination = output_file(target)
+        plain = _new_plain_file(destination)
         write_plain(os.fsencode(plain))
-        packed = _new_file_beside(target, ".tmp")
-        with open(packed, "wb") as raw, open(plain, "rb") as source:
+        with written(destination) as raw, open(plain, "rb") as source:
             # mtime 0: the same trace compresses to the same bytes.
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=_LEVEL, mtime=0) as out:
                 shutil.copyfileobj(source, out, _CHUNK)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(packed, target)
-        packed = None
     except OSError as e:
-        raise OSError(e.errno, f"profkit: cannot write {target!r}: {e.strerror or e}") from e
+        message = f"profkit: cannot write {target!r}: {e.strerror or e}"
+        raise (OSError(e.errno, message) if e.errno is not None else type(e)(message)) from e
     finally:
-        for temporary in (plain, packed):
-            if temporary is not None:
-                _remove_quietly(temporary)
+        if plain is not None:
+            _remove_quietly(plain)
 
 
 def load_gunzipped(path: PathLike, load_plain: Callable[[bytes], object]) -> object:

@@ -3,10 +3,14 @@ the merge needs from each (clock offset, pids, rank, window) without reading
 its events. See ``profkit.merge``.
 """
 
+import gzip
 import json
 import mmap
 import os
 import re
+import shutil
+import tempfile
+import zlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -112,7 +116,10 @@ class Source:
 
     def __init__(self, name: Optional[str], path: str) -> None:
         self.name = name
-        self.path = path
+        self.path = path  # as given: what messages and labels name
+        # What is read: `path`, or a decompressed copy of it (close() removes that).
+        self.data_path = path
+        self._decompressed: Optional[str] = None
         self.is_pktrace = False
         self.meta: Dict[str, Any] = {}
         self.pids: List[int] = []  # the pids its events use, host pid first
@@ -134,12 +141,10 @@ class Source:
             raise MergeError(f"merge: cannot read {path!r}: {e.strerror or e}") from e
         if len(head) < _HEAD_BYTES and not head.strip(_JSON_BLANKS):
             raise MergeError(f"merge: {path!r} is empty; it is not a profkit trace")
-        if head[:2] == b"\x1f\x8b":
-            # merge reads its inputs in place (mapped, one at a time), not through a decompressed copy.
-            raise MergeError(
-                f"merge: {path!r} is gzip-compressed; merge reads plain trace files: decompress it first "
-                "(gunzip -k FILE) and merge the file that gives"
-            )
+        if head[:2] == b"\x1f\x8b":  # gzip-compressed: read through a decompressed copy
+            self._decompress()
+            with open(self.data_path, "rb") as f:
+                head = f.read(_HEAD_BYTES)
         # The identifier first: a .pktrace's size prefix may look like blanks and a '{'.
         if not looks_like_pktrace(head) and looks_like_json(head):
             self._open_chrome()
@@ -182,14 +187,35 @@ class Source:
         self.pids = [pid] + [pid + DEVICE_PROCESS_STRIDE * (int(d) + 1) for d in devices]
 
     def load(self) -> "_C.Result":
-        return _C.load(engine_path(self.path))
+        return _C.load(engine_path(self.data_path))
+
+    def _decompress(self) -> None:
+        fd, copy = tempfile.mkstemp(prefix="profkit-merge-", suffix=".gunzipped")
+        self._decompressed = copy
+        try:
+            with open(fd, "wb") as out, gzip.open(self.path, "rb") as source:
+                shutil.copyfileobj(source, out, 1 << 20)
+        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+            self.close()
+            raise MergeError(f"merge: cannot decompress {self.path!r} (gzip-compressed): {e}") from e
+        self.data_path = copy
+
+    def close(self) -> None:
+        """Removes the decompressed copy, if any (the input itself is never touched)."""
+        if self._decompressed is not None:
+            try:
+                os.remove(self._decompressed)
+            except OSError:
+                pass
+            self._decompressed = None
+            self.data_path = self.path
 
     def _open_chrome(self) -> None:
         """Our Chrome JSON: the metadata object is at the end, the process
         metadata events at the start; read both without reading the rest."""
         meta = None
         try:
-            with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            with open(self.data_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
                 footer = m.rfind(FOOTER)
                 if m[: len(HEADER)] == HEADER and footer >= 0:
                     tail = m[footer + len(FOOTER) :].decode("utf-8", "replace").rstrip()
@@ -254,7 +280,7 @@ class Source:
         """A Chrome file in another layout (re-saved by a tool): its metadata
         and pids. The document is not kept: events() parses it again when its
         turn to be written comes, so that one input at a time is in memory."""
-        doc = parse_whole(self.path)
+        doc = parse_whole(self.data_path, self.path)
         meta = doc.get("profkit")
         if not isinstance(meta, dict):
             return None
@@ -266,7 +292,7 @@ class Source:
 
     def events(self) -> List[Any]:
         """The events of a Chrome file in another layout, parsed again."""
-        return parse_whole(self.path)["traceEvents"]
+        return parse_whole(self.data_path, self.path)["traceEvents"]
 
 
 def not_json(constant: str) -> Any:
@@ -275,13 +301,15 @@ def not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON number")
 
 
-def parse_whole(path: str) -> Dict[str, Any]:
-    """A Chrome trace parsed whole (a UTF-8 byte order mark is allowed)."""
+def parse_whole(path: str, shown: Optional[str] = None) -> Dict[str, Any]:
+    """A Chrome trace parsed whole (a UTF-8 byte order mark is allowed).
+    Errors name ``shown`` (the input as given) when ``path`` is a copy of it."""
+    name = path if shown is None else shown
     try:
         with open(path, encoding="utf-8-sig") as f:
             doc = json.load(f, parse_constant=not_json)
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise MergeError(f"merge: {path!r} is neither a profkit .pktrace file nor valid JSON ({e})") from e
+        raise MergeError(f"merge: {name!r} is neither a profkit .pktrace file nor valid JSON ({e})") from e
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise MergeError(f"merge: {path!r} is JSON but not a Chrome trace (no \"traceEvents\" list)")
+        raise MergeError(f"merge: {name!r} is JSON but not a Chrome trace (no \"traceEvents\" list)")
     return doc

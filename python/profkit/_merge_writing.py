@@ -322,7 +322,7 @@ def _write_lines(s: Source, writer: Writer, rewriter: LineRewriter, include_flow
 
     lines = 0
     number = 2  # the file's line number of the first event: line 1 is the header
-    with open(s.path, "rb") as f:
+    with open(s.data_path, "rb") as f:
         f.seek(start)
         remaining = end - start
         carry = b""

@@ -353,7 +353,7 @@ def _merge(args: argparse.Namespace) -> None:
     from .merge import merge_traces
 
     output = _output_file(args.output)
-    if output.endswith(PKTRACE_SUFFIX):
+    if without_gzip_suffix(output).endswith(PKTRACE_SUFFIX):
         raise _UsageError(
             f"merge writes Chrome trace JSON, not a .pktrace: name the output .trace.json (or .json), "
             f"not {args.output!r}"

@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _C
+from ._gzip_files import is_gzip_name, without_gzip_suffix, write_gzipped
 from ._merge_sources import FOOTER, HEADER, MergeError, Source, display_text, normalize_inputs, parse_merge_inputs
 from ._merge_writing import LineRewriter, Writer, write_chrome, write_pktrace
 from ._output_files import OutputFile, output_file, written
@@ -212,11 +213,14 @@ def merge_traces(
         inputs: ``{name: path}``, or paths / ``"NAME=FILE"`` strings /
             ``(name, path)`` pairs. Unnamed inputs are called ``rank{r}``
             when their rank is known, else after their file. Each path is a
-            ``.pktrace`` file or a Chrome trace profkit wrote.
+            ``.pktrace`` file or a Chrome trace profkit wrote, either one
+            maybe gzip-compressed (read through a temporary decompressed
+            copy, removed when the merge ends).
         output: the ``.trace.json`` to write (temp file + rename; a link
             is kept and the file it names replaced, a FIFO or device such
-            as ``/dev/stdout`` written in place); a ``.pktrace`` name is
-            refused (the output is Chrome JSON).
+            as ``/dev/stdout`` written in place); a name ending in ``.gz``
+            is written gzip-compressed; a ``.pktrace`` name is refused (the
+            output is Chrome JSON).
         strict: raise MergeError on mismatched inputs (same rank twice,
             world sizes that disagree, one window given twice); False turns
             these into warnings.
@@ -238,12 +242,26 @@ def merge_traces(
     output = os.fspath(output)
     target = _output_target(output)
     sources = _open_sources(pairs, output)
-    _names(sources)
-    problems = _check(sources, strict)
-    for message in problems:
-        warnings.warn(f"profkit merge: {message}", ProfilerWarning, stacklevel=2)
-    base_wall_ns = min(s.meta["first_wall_ns"] for s in sources)
-    merged = _write_merged(target, sources, base_wall_ns, include_flows, problems)
+    try:
+        _names(sources)
+        problems = _check(sources, strict)
+        for message in problems:
+            warnings.warn(f"profkit merge: {message}", ProfilerWarning, stacklevel=2)
+        base_wall_ns = min(s.meta["first_wall_ns"] for s in sources)
+        if is_gzip_name(output):  # written plain, then compressed into place
+            written_inputs: List[MergedInput] = []
+
+            def write_plain(plain: bytes) -> None:
+                written_inputs.extend(
+                    _write_merged(output_file(os.fsdecode(plain)), sources, base_wall_ns, include_flows, problems)
+                )
+
+            write_gzipped(output, write_plain)
+            merged = written_inputs
+        else:
+            merged = _write_merged(target, sources, base_wall_ns, include_flows, problems)
+    finally:
+        _close(sources)
     return MergeReport(output=output, base_wall_ns=base_wall_ns, inputs=merged, warnings=problems)
 
 
@@ -253,13 +271,7 @@ def merge_traces(
 def _output_target(output: str) -> OutputFile:
     """Where the merged file goes, refused up front when it cannot be written
     there: before any input is read."""
-    if output.endswith(".gz"):
-        # A .gz name promises compressed bytes; the merged timeline is written plain, as it streams.
-        raise MergeError(
-            f"merge: the output {output!r} is named .gz, but merge writes plain Chrome trace JSON; name it "
-            ".trace.json and compress it afterwards (gzip -k FILE: ui.perfetto.dev opens the .gz as it is)"
-        )
-    if output.endswith(PKTRACE_SUFFIX):
+    if without_gzip_suffix(output).endswith(PKTRACE_SUFFIX):
         # Loaders tell formats by content, people by name: a .pktrace holding JSON misleads both.
         raise MergeError(
             f"merge: the output {output!r} is named .pktrace, but a merged timeline is Chrome trace JSON; "
@@ -276,12 +288,24 @@ def _output_target(output: str) -> OutputFile:
 
 
 def _open_sources(pairs: List[Tuple[Optional[str], str]], output: str) -> List[Source]:
-    """Every input opened (its facts read, not its events); none may be the output."""
-    sources = [Source(name, path) for name, path in pairs]
-    for s in sources:
-        if os.path.exists(output) and os.path.samefile(s.path, output):
-            raise MergeError(f"merge: the output {output!r} is also an input; write the merged timeline elsewhere")
+    """Every input opened (its facts read, not its events); none may be the output.
+    On an error, the ones opened so far are closed (their decompressed copies removed)."""
+    sources: List[Source] = []
+    try:
+        for name, path in pairs:
+            sources.append(Source(name, path))
+        for s in sources:
+            if os.path.exists(output) and os.path.samefile(s.path, output):
+                raise MergeError(f"merge: the output {output!r} is also an input; write the merged timeline elsewhere")
+    except BaseException:
+        _close(sources)
+        raise
     return sources
+
+
+def _close(sources: List[Source]) -> None:
+    for s in sources:
+        s.close()
 
 
 def _write_merged(

@@ -8,11 +8,13 @@ reads both of its formats that way (python/profkit/_gzip_files.py).
 import gzip
 import json
 import os
+import tempfile
+import warnings
 
 import numpy as np
 import pytest
 
-from profkit import Profiler, RecordEvent, TracerEventType, cli, export_chrome_tracing, load_profiler_result
+from profkit import Profiler, ProfilerWarning, RecordEvent, TracerEventType, cli, export_chrome_tracing, load_profiler_result
 from profkit.merge import MergeError, merge_traces
 from profkit.result import EVENT_DTYPE
 
@@ -132,13 +134,34 @@ def test_the_command_line_reads_and_writes_gzipped_traces(tmp_path, capsys):
     assert_same_events(load_profiler_result(tmp_path / "again.pktrace.gz"), live)
 
 
-def test_merge_says_it_takes_and_writes_plain_files_only(tmp_path):
+def test_merge_takes_gzipped_inputs_and_writes_a_gzipped_timeline(tmp_path):
+    first, second = record(), record()
+    plain, packed = tmp_path / "a.trace.json", tmp_path / "b.pktrace.gz"
+    first.save(str(plain))
+    second.save(str(packed))
+    reference = tmp_path / "reference.trace.json"
+    with warnings.catch_warnings():
+        # The two windows are one process's, one after the other: merge says they do not overlap.
+        warnings.simplefilter("ignore", ProfilerWarning)
+        merge_traces([str(plain), str(packed)], reference)
+        report = merge_traces([str(plain), str(packed)], tmp_path / "m.trace.json.gz")
+    assert [m.path for m in report.inputs] == [str(plain), str(packed)]
+    merged = json.loads(gzip.decompress((tmp_path / "m.trace.json.gz").read_bytes()))
+    assert merged == json.loads(reference.read_text())
+    forwards = [e for e in merged["traceEvents"] if e.get("name") == "forward"]
+    assert len(forwards) == 6 and len({e["pid"] for e in forwards}) == 2  # three from each process
+    # Nothing left behind: no decompressed copy, no temporary beside the output.
+    assert only_files(tmp_path) == ["a.trace.json", "b.pktrace.gz", "m.trace.json.gz", "reference.trace.json"]
+    assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("profkit-merge-")]
+
+
+def test_merge_names_a_damaged_gzip_input(tmp_path):
     live = record()
-    plain, packed = tmp_path / "a.trace.json", tmp_path / "b.trace.json.gz"
-    live.save(str(plain))
-    live.save(str(packed))
-    with pytest.raises(MergeError, match=r"is gzip-compressed; merge reads plain trace files: decompress it first"):
-        merge_traces([str(plain), str(packed)], tmp_path / "m.trace.json")
-    with pytest.raises(MergeError, match=r"named \.gz, but merge writes plain Chrome trace JSON"):
-        merge_traces([str(plain)], tmp_path / "m.trace.json.gz")
-    assert not (tmp_path / "m.trace.json").exists() and not (tmp_path / "m.trace.json.gz").exists()
+    live.save(str(tmp_path / "a.trace.json"))
+    damaged = tmp_path / "b.trace.json.gz"
+    damaged.write_bytes(gzip.compress(b'{"traceEvents": []}')[:-12])  # the end cut off
+    with pytest.raises(MergeError, match=r"cannot decompress '.*b\.trace\.json\.gz' \(gzip-compressed\)"):
+        merge_traces([str(tmp_path / "a.trace.json"), str(damaged)], tmp_path / "m.trace.json")
+    assert not (tmp_path / "m.trace.json").exists()
+    with pytest.raises(MergeError, match=r"named \.pktrace"):
+        merge_traces([str(tmp_path / "a.trace.json")], tmp_path / "m.pktrace.gz")
