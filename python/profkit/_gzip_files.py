@@ -27,7 +27,15 @@ from typing import Callable, Union
 
 from ._output_files import OutputFile, output_file, written
 
-__all__ = ["GZIP_SUFFIX", "is_gzip_name", "without_gzip_suffix", "is_gzip_file", "write_gzipped", "load_gunzipped"]
+__all__ = [
+    "GZIP_SUFFIX",
+    "is_gzip_name",
+    "without_gzip_suffix",
+    "is_gzip_file",
+    "write_gzipped",
+    "gunzip_to_temporary",
+    "load_gunzipped",
+]
 
 GZIP_SUFFIX = ".gz"
 _MAGIC = b"\x1f\x8b"
@@ -116,22 +124,41 @@ def write_gzipped(path: PathLike, write_plain: Callable[[bytes], None]) -> None:
             _remove_quietly(plain)
 
 
+def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-") -> str:
+    """Decompresses the gzip file at ``path`` into a new file in the
+    temporary directory; returns that file's path (the caller removes it).
+
+    Raises:
+        ValueError: the compressed data is damaged or truncated (the message
+            names ``path``); nothing is left behind.
+        OSError: ``path`` cannot be read, or the copy cannot be written.
+    """
+    fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".gunzipped")
+    try:
+        with open(fd, "wb") as out, gzip.open(path, "rb") as source:
+            shutil.copyfileobj(source, out, _CHUNK)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        _remove_quietly(plain)
+        raise ValueError(
+            f"{os.fsdecode(path)!r}: its gzip compression is damaged ({e}); the file is truncated or corrupt"
+        ) from e
+    except BaseException:
+        _remove_quietly(plain)
+        raise
+    return plain
+
+
 def load_gunzipped(path: PathLike, load_plain: Callable[[bytes], object]) -> object:
     """Decompresses the gzip file at ``path`` into a temporary file and returns ``load_plain(temp)``.
 
     Raises:
         ValueError: the compressed data is corrupt or truncated (naming ``path``).
     """
-    name = os.fsdecode(path)
-    fd, plain = tempfile.mkstemp(prefix="profkit-", suffix=".gunzipped")
     try:
-        try:
-            with open(fd, "wb") as out, gzip.open(path, "rb") as source:
-                shutil.copyfileobj(source, out, _CHUNK)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-            raise ValueError(
-                f"cannot load {name!r}: its gzip compression is damaged ({e}); the file is truncated or corrupt"
-            ) from e
+        plain = gunzip_to_temporary(path)
+    except ValueError as e:
+        raise ValueError(f"cannot load {e}") from e
+    try:
         return load_plain(os.fsencode(plain))
     finally:
         _remove_quietly(plain)

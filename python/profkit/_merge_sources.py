@@ -3,19 +3,16 @@ the merge needs from each (clock offset, pids, rank, window) without reading
 its events. See ``profkit.merge``.
 """
 
-import gzip
 import json
 import mmap
 import os
 import re
-import shutil
-import tempfile
-import zlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _C, _records
+from ._gzip_files import gunzip_to_temporary
 
 # The Chrome export's layout (cpp/export/chrome_trace.cpp): a header line,
 # one event per line separated by ",\n", then this footer and the metadata.
@@ -190,15 +187,11 @@ class Source:
         return _C.load(engine_path(self.data_path))
 
     def _decompress(self) -> None:
-        fd, copy = tempfile.mkstemp(prefix="profkit-merge-", suffix=".gunzipped")
-        self._decompressed = copy
         try:
-            with open(fd, "wb") as out, gzip.open(self.path, "rb") as source:
-                shutil.copyfileobj(source, out, 1 << 20)
-        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
-            self.close()
+            self._decompressed = gunzip_to_temporary(self.path, prefix="profkit-merge-")
+        except (OSError, ValueError) as e:
             raise MergeError(f"merge: cannot decompress {self.path!r} (gzip-compressed): {e}") from e
-        self.data_path = copy
+        self.data_path = self._decompressed
 
     def close(self) -> None:
         """Removes the decompressed copy, if any (the input itself is never touched)."""

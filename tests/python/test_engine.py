@@ -9,6 +9,8 @@ import pytest
 import profkit
 from profkit import _C, _records
 
+from clock_helpers import CLOCKS, run_on_clock
+
 CLOSED, READY, RECORD, RECORD_AND_RETURN = 0, 1, 2, 3
 OPERATOR, PROFILE_STEP, USER_DEFINED, PYTHON_USER_DEFINED = 0, 2, 7, 14
 
@@ -139,22 +141,12 @@ print(json.dumps({"before": before, "after": after, "events": [[int(e["start_ns"
 """
 
 
-@pytest.mark.parametrize("clock", ["monotonic", "default"])
+@pytest.mark.parametrize("clock", CLOCKS)
 def test_events_are_timed_on_either_clock(clock):
     # PROFKIT_CLOCK=monotonic makes the engine read CLOCK_MONOTONIC instead of
     # the TSC: every event then takes the general recording path (the inline
     # one reads the TSC only), and its times must be as right as the TSC's.
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ)
-    env.pop("PROFKIT_CLOCK", None)
-    if clock == "monotonic":
-        env["PROFKIT_CLOCK"] = "monotonic"
-    done = subprocess.run([sys.executable, "-c", _CLOCK_CHILD], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = run_on_clock(_CLOCK_CHILD, clock)
     events = out["events"]
     assert [depth for _, _, depth in events] == [0, 1] * 3
     for start, end, depth in events:

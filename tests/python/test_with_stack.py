@@ -1,8 +1,6 @@
 """Profiler(with_stack=True): the Python calls of the Profiler's thread as PythonOp events."""
 
-import json
 import os
-import subprocess
 import sys
 import threading
 
@@ -10,6 +8,8 @@ import pytest
 
 import profkit
 from profkit import ProfilerWarning, RecordEvent, TracerEventType, _python_stacks, cli
+
+from clock_helpers import CLOCKS, run_on_clock
 
 PYTHON_OP = int(TracerEventType.PythonOp)
 HERE = os.path.abspath(__file__)
@@ -120,18 +120,12 @@ print(json.dumps({"before": before, "after": after, "call": one(": sleeper"), "r
 """
 
 
-@pytest.mark.parametrize("clock", ["monotonic", "default"])
+@pytest.mark.parametrize("clock", CLOCKS)
 def test_calls_are_timed_on_either_engine_clock(clock):
     # The tracer reads the engine's raw ticks (the TSC by default;
     # CLOCK_MONOTONIC ns with PROFKIT_CLOCK=monotonic), converted at collect:
     # on either clock a call lands inside the window and around its range.
-    env = dict(os.environ)
-    env.pop("PROFKIT_CLOCK", None)
-    if clock == "monotonic":
-        env["PROFKIT_CLOCK"] = "monotonic"
-    done = subprocess.run([sys.executable, "-c", _CLOCK_CHILD], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = run_on_clock(_CLOCK_CHILD, clock)
     call, nap = out["call"], out["range"]
     assert out["before"] <= call["start"] <= nap["start"] <= nap["end"] <= call["end"] <= out["after"]
     assert nap["end"] - nap["start"] >= 2_000_000  # the 2 ms sleep
