@@ -35,6 +35,7 @@ __all__ = [
     "write_gzipped",
     "gunzip_to_temporary",
     "load_gunzipped",
+    "remove_quietly",
 ]
 
 GZIP_SUFFIX = ".gz"
@@ -74,7 +75,8 @@ def is_gzip_file(path: PathLike) -> bool:
         return False
 
 
-def _remove_quietly(path: str) -> None:
+def remove_quietly(path: str) -> None:
+    """Removes a temporary file of ours; one already gone (or not removable) is left to be."""
     try:
         os.remove(path)
     except OSError:
@@ -121,7 +123,7 @@ def write_gzipped(path: PathLike, write_plain: Callable[[bytes], None]) -> None:
         raise (OSError(e.errno, message) if e.errno is not None else type(e)(message)) from e
     finally:
         if plain is not None:
-            _remove_quietly(plain)
+            remove_quietly(plain)
 
 
 def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-") -> str:
@@ -138,12 +140,12 @@ def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-") -> str:
         with open(fd, "wb") as out, gzip.open(path, "rb") as source:
             shutil.copyfileobj(source, out, _CHUNK)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        _remove_quietly(plain)
+        remove_quietly(plain)
         raise ValueError(
             f"{os.fsdecode(path)!r}: its gzip compression is damaged ({e}); the file is truncated or corrupt"
         ) from e
     except BaseException:
-        _remove_quietly(plain)
+        remove_quietly(plain)
         raise
     return plain
 
@@ -161,4 +163,4 @@ def load_gunzipped(path: PathLike, load_plain: Callable[[bytes], object]) -> obj
     try:
         return load_plain(os.fsencode(plain))
     finally:
-        _remove_quietly(plain)
+        remove_quietly(plain)

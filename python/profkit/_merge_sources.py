@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _C, _records
-from ._gzip_files import gunzip_to_temporary
+from ._gzip_files import gunzip_to_temporary, remove_quietly
 
 # The Chrome export's layout (cpp/export/chrome_trace.cpp): a header line,
 # one event per line separated by ",\n", then this footer and the metadata.
@@ -121,7 +121,11 @@ class Source:
         self.meta: Dict[str, Any] = {}
         self.pids: List[int] = []  # the pids its events use, host pid first
         self.layout: Optional[Tuple[int, int]] = None  # Chrome events' byte range, when line-per-event
-        self._open()
+        try:
+            self._open()
+        except BaseException:
+            self.close()  # no one else can: the caller never gets this Source
+            raise
 
     @property
     def format(self) -> str:
@@ -196,10 +200,7 @@ class Source:
     def close(self) -> None:
         """Removes the decompressed copy, if any (the input itself is never touched)."""
         if self._decompressed is not None:
-            try:
-                os.remove(self._decompressed)
-            except OSError:
-                pass
+            remove_quietly(self._decompressed)
             self._decompressed = None
             self.data_path = self.path
 

@@ -163,5 +163,11 @@ def test_merge_names_a_damaged_gzip_input(tmp_path):
     with pytest.raises(MergeError, match=r"cannot decompress '.*b\.trace\.json\.gz' \(gzip-compressed\)"):
         merge_traces([str(tmp_path / "a.trace.json"), str(damaged)], tmp_path / "m.trace.json")
     assert not (tmp_path / "m.trace.json").exists()
+    # A gzip that decompresses to no trace: the input's error, and its decompressed copy removed.
+    not_a_trace = tmp_path / "c.pktrace.gz"
+    not_a_trace.write_bytes(gzip.compress(b"not a trace at all, just some bytes that are long enough"))
+    with pytest.raises(MergeError, match=r"cannot read '.*c\.pktrace\.gz' as a profkit trace"):
+        merge_traces([str(tmp_path / "a.trace.json"), str(not_a_trace)], tmp_path / "m.trace.json")
+    assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("profkit-merge-")]
     with pytest.raises(MergeError, match=r"named \.pktrace"):
         merge_traces([str(tmp_path / "a.trace.json")], tmp_path / "m.pktrace.gz")
