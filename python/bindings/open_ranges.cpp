@@ -67,9 +67,11 @@ void end_ranges_from(OpenRanges& open, uint32_t index) {
   end_ranges_above(open, waiting_from);
 }
 
-// The innermost range above `index` still open, or -1 when none is.
+// The outermost range above `index` still open, or -1 when none is. Range
+// `index` ends in the engine right after it: every range above it is nested
+// in that one there, so that one's recorded end is the last of theirs.
 int64_t open_range_above(const OpenRanges& open, uint32_t index) {
-  for (uint32_t i = open.count; i-- > index + 1;) {
+  for (uint32_t i = index + 1; i < open.count; ++i) {
     if (open.ranges[i].state == RangeState::kOpen) return i;
   }
   return -1;

@@ -34,7 +34,7 @@ def decorate(name: str, event_type: int, function: F) -> F:
         # would time nothing, and one spanning its suspensions would nest
         # across other work on the thread.
         raise TypeError(
-            f"RecordEvent({name!r}) cannot decorate {function.__qualname__}: it is a coroutine or generator "
+            f"RecordEvent({name!r}) cannot decorate {getattr(function, '__qualname__', function)!r}: it is a coroutine or generator "
             "function; put `with RecordEvent(...):` around the synchronous parts inside it instead"
         )
 

@@ -31,7 +31,7 @@ import os
 import sys
 import warnings
 import weakref
-from typing import Any, Callable, Dict, Iterable, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple, Union
 
 from . import _C, _lifecycle, _multiprocessing_children, _python_stacks, _rank, _summary, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
@@ -156,18 +156,13 @@ def _leave_the_parents_session() -> None:
 _gpu_warning_given = False
 
 
-def _warn_gpu_unavailable(reason: str, stacklevel: int = 4) -> None:
-    """Once per process. ``stacklevel``: the user's line (the default, from
-    a method of Profiler's one call below the public one)."""
+def _warn_gpu_unavailable(reason: str) -> None:
+    """Once per process, at the user's line (``Profiler(...)``, ``with``, ``start()``)."""
     global _gpu_warning_given
     if _gpu_warning_given:
         return
     _gpu_warning_given = True
-    warnings.warn(
-        f"profkit: GPU profiling is not available here ({reason}); profiling the CPU only",
-        ProfilerWarning,
-        stacklevel=stacklevel,
-    )
+    warn_at_caller(f"profkit: GPU profiling is not available here ({reason}); profiling the CPU only")
 
 
 def _synchronize_gpu() -> None:
@@ -268,7 +263,7 @@ class Profiler:
         resolved, gpu_unavailable = resolve_targets(targets)
         self.targets: Set[ProfilerTarget] = resolved
         if gpu_unavailable is not None:
-            _warn_gpu_unavailable(gpu_unavailable, stacklevel=3)  # the line that called Profiler(...)
+            _warn_gpu_unavailable(gpu_unavailable)
         self.scheduler = scheduler  # the setter resolves (start, end) pairs and None
         check_on_trace_ready(on_trace_ready)
         self.on_trace_ready = on_trace_ready
@@ -300,6 +295,7 @@ class Profiler:
         self._collect_owed = False
         self._undelivered: Optional["_C.Result"] = None
         self._runs = 0  # start()s so far: tells step() that on_trace_ready restarted the Profiler
+        self._step_interrupted = False  # a step() was cut short: it began no step (_resume_after_interruption)
         self._in_callback = False
         self._in_step = False  # step() is changing the state (see step())
         self._stop_requested = False  # stop() came during it: step() stops on return
@@ -395,6 +391,7 @@ class Profiler:
         self._windows = 0
         self._collect_owed = False
         self._undelivered = None
+        self._step_interrupted = False
         self._perf_summary = None
         self._started = True
         self._runs += 1
@@ -461,19 +458,15 @@ class Profiler:
         """The full path of step(): a step that may change the state."""
         previous = self.current_state
         current = self._scheduled_state(self.step_num + 1)  # may raise: nothing has changed yet
-        self._timer.step(samples)
-        self.previous_state = previous
-        self.current_state = current
-        self.step_num += 1
-        if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
-            _C.step(samples or 0)  # ends step n, begins n+1: one engine call
-            self._steady_until = self._next_change()
-            return
-        _C.step_end(samples or 0)
-        transition = _lifecycle.plan(previous, current)
-        result = self._apply(transition)
+        left_over = self._undelivered
+        if left_over is not None and not self._deliver_left_over(left_over):
+            return  # its on_trace_ready stopped the Profiler, or started it again
+        try:
+            transition, result = self._change_step(previous, current, samples)
+        except BaseException:
+            self._resume_after_interruption()
+            raise
         if result is None:
-            _C.step_begin(self.step_num)
             self._steady_until = self._next_change()
             return
         run = self._runs
@@ -486,6 +479,69 @@ class Profiler:
                 _C.step_begin(self.step_num)
                 self._timer.restart_step()  # the callback's time is not the next step's
                 self._steady_until = self._next_change()
+
+    def _change_step(
+        self, previous: ProfilerState, current: ProfilerState, samples: Optional[int]
+    ) -> Tuple[Optional[_lifecycle.Transition], Optional["_C.Result"]]:
+        """Ends step n, moves the engine from ``previous`` to ``current`` and
+        begins step n + 1, unless a collected window is returned with its
+        transition: its delivery comes first (see _step_transition)."""
+        # After an interrupted step(), no step of ours is open to end: the
+        # one it was to begin never was (an engine step still open from
+        # before it is ended by step_begin).
+        interrupted, self._step_interrupted = self._step_interrupted, False
+        self._timer.step(samples)
+        self.previous_state = previous
+        self.current_state = current
+        self.step_num += 1
+        if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
+            if interrupted:
+                _C.step_begin(self.step_num)
+            else:
+                _C.step(samples or 0)  # ends step n, begins n+1: one engine call
+            return None, None
+        if not interrupted:
+            _C.step_end(samples or 0)
+        transition = _lifecycle.plan(previous, current)
+        result = self._apply(transition)
+        if result is None:
+            _C.step_begin(self.step_num)
+        return transition, result
+
+    def _resume_after_interruption(self) -> None:
+        """After an exception (a Ctrl-C) cut _change_step short, anywhere.
+
+        The Profiler goes on from where the engine is, so that a loop that
+        catches the exception (a notebook cell run again) can keep stepping:
+        its state is the engine's, and a window the engine closed but did not
+        hand over is collected now and delivered by the next step() (or
+        stop()). One still recording is simply still open: the next
+        transition closes it. Nothing recorded is lost. The step this step()
+        was to begin is not begun: a loop that the exception ends has not run
+        it (its window ends with the last step that ran), and one that goes on
+        records that step's events without a ProfileStep of their own; the
+        next step() begins the one after."""
+        self._steady_until = 0
+        self._step_interrupted = True
+        # A second Ctrl-C (or a failed collect) here is dropped: the first
+        # exception is on its way, and what stays owed (_collect_owed) is
+        # collected by the next window's collect or by stop().
+        try:
+            engine = ProfilerState(_C.get_state())
+            self.current_state = engine
+            if self._collect_owed and not engine.is_recording:
+                self._undelivered = _C.collect()
+            self._collect_owed = False
+        except BaseException:
+            pass
+
+    def _deliver_left_over(self, left_over: "_C.Result") -> bool:
+        """Delivers the window an interrupted step() collected (_resume_after_interruption)
+        before this step changes anything; False when its on_trace_ready
+        stopped the Profiler or started it again (this step() is then over)."""
+        run = self._runs
+        self._deliver(left_over, improper=False)
+        return self._started and self._runs == run
 
     def stop(self) -> None:
         """Ends the step in progress and profiling; delivers the open recording window.
@@ -561,18 +617,19 @@ class Profiler:
         # A window that an exception (Ctrl-C) kept step() from delivering
         # comes first: nothing collected is lost.
         earlier = self._undelivered if self._undelivered is not result else None
+        run = self._runs
         try:
             if earlier is not None:
                 self._deliver(earlier, improper=False)
         finally:
             if result is not None:
                 self._deliver(result, improper=False)
-        if self._windows == 0:
-            warnings.warn(
+        # A run that on_trace_ready started again has delivered a window (to
+        # that callback) before its start() counted windows from 0.
+        if self._windows == 0 and self._runs == run:
+            warn_at_caller(
                 f"profkit: the Profiler stopped at step {self.step_num} without recording any step "
-                f"(the scheduler {self.scheduler!r} never reached RECORD); no trace was produced",
-                ProfilerWarning,
-                stacklevel=2,
+                f"(the scheduler {self.scheduler!r} never reached RECORD); no trace was produced"
             )
 
     def _step_running(self) -> bool:
@@ -719,12 +776,10 @@ class Profiler:
                 if info["step_count"]
                 else "no whole step"
             )
-            warnings.warn(
+            warn_at_caller(
                 f"profkit: improper schedule: step {self.step_num - 1} was RECORD and step {self.step_num} is "
                 f"{self.current_state.name}; the window ({steps}) is delivered now. Make the last recorded step "
-                "RECORD_AND_RETURN (make_scheduler does).",
-                ProfilerWarning,
-                stacklevel=3,
+                "RECORD_AND_RETURN (make_scheduler does)."
             )
         if self.on_trace_ready is not None:
             self._in_callback = True

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 import profkit
-from profkit import Profiler, RecordEvent, _C, _lifecycle
+from profkit import Profiler, RecordEvent, _C, _lifecycle, _rank, _window_listeners
 from profkit import timer as timer_module
 
 
@@ -318,6 +318,82 @@ def test_keyboard_interrupt_mid_step_delivers_the_window_at_stop(monkeypatch):
                     prof.step()
     monkeypatch.setattr(_lifecycle, "plan", real_plan)
     assert windows.steps == [[1, 2]]
+    assert_engine_free()
+
+
+def interrupt_once(monkeypatch, module, name, when=lambda *args: True):
+    """Makes module.name raise KeyboardInterrupt at its first call for which ``when(*args)`` holds."""
+    real = getattr(module, name)
+    armed = [True]
+
+    def maybe_interrupt(*args, **kwargs):
+        if armed[0] and when(*args):
+            armed[0] = False
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, maybe_interrupt)
+
+
+def step_through_interruptions(prof, steps):
+    """A loop that catches a Ctrl-C and goes on (a notebook cell run again); the interruptions seen."""
+    interruptions = 0
+    quiet(prof.start)
+    for _ in range(steps):
+        try:
+            prof.step()
+        except KeyboardInterrupt:
+            interruptions += 1
+    quiet(prof.stop)
+    return interruptions
+
+
+RECORD = profkit.ProfilerState.RECORD
+
+
+@pytest.mark.parametrize(
+    "where, windows_expected",
+    [
+        # Entering the first window (CLOSED -> RECORD at step 1): step 1 goes
+        # unrecorded, the window opens at step 2.
+        ("entering a window", [[2], [4, 5], [7, 8]]),
+        # Closing it, before the engine left RECORD_AND_RETURN: the window
+        # goes on through the step the interruption kept from beginning (its
+        # events are in it, with no ProfileStep) and closes at the next.
+        ("before the collect", [[1, 2], [4, 5], [7, 8]]),
+        # Closed in the engine but not collected: collected while the
+        # interruption is handled, delivered by the next step().
+        ("in the collect", [[1, 2], [4, 5], [7, 8]]),
+    ],
+)
+def test_a_step_interrupted_anywhere_lets_the_loop_go_on(monkeypatch, where, windows_expected):
+    # A Ctrl-C inside step() that the loop caught left no step open in the
+    # engine: every later step() raised "pk_step_end: no step is open" and
+    # no window was delivered again.
+    if where == "entering a window":
+        interrupt_once(monkeypatch, _window_listeners, "notify", lambda prof, state: state is RECORD)
+    elif where == "before the collect":
+        interrupt_once(monkeypatch, _window_listeners, "notify_collect")
+    else:
+        interrupt_once(monkeypatch, _rank, "apply_rank", lambda: Profiler.active()._collect_owed)
+    windows = Windows()
+    prof = Profiler(scheduler=profkit.make_scheduler(closed=1, ready=0, record=2), on_trace_ready=windows)
+    assert step_through_interruptions(prof, 9) == 1  # stops at step 9, CLOSED
+    assert windows.steps == windows_expected
+    assert_engine_free()
+
+
+def test_a_window_collected_before_an_interruption_is_delivered_first(monkeypatch):
+    # Back-to-back windows: interrupted while entering the next one, right
+    # after collecting [0, 1]. That window reaches on_trace_ready at the next
+    # step(), before the windows after it.
+    collected = []
+    interrupt_once(monkeypatch, _window_listeners, "notify", lambda prof, state: state is RECORD and collected)
+    interrupt_once(monkeypatch, _C, "collect", lambda: collected.append(1) and False)
+    windows = Windows()
+    prof = Profiler(scheduler=profkit.make_scheduler(closed=0, ready=0, record=2), on_trace_ready=windows)
+    assert step_through_interruptions(prof, 7) == 1  # stop() delivers [6, 7]
+    assert windows.steps == [[0, 1], [3], [4, 5], [6, 7]]
     assert_engine_free()
 
 

@@ -230,6 +230,43 @@ def test_stop_in_ready_state_warns_that_nothing_was_recorded():
     assert seen == [C, C, C, C, Y] and windows == []
 
 
+def test_schedule_warnings_name_the_users_line():
+    # Given at a fixed stack depth, they named profkit's own lines: step()'s
+    # for the improper schedule, __exit__'s for a Profiler in a with block.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Profiler(scheduler=lambda step: R if step < 2 else C, on_trace_ready=lambda p: None) as prof:
+            for _ in range(4):
+                prof.step()
+        with Profiler(scheduler=(5, 10), on_trace_ready=lambda p: None) as prof:
+            prof.step()
+    said = [w for w in caught if "improper schedule" in str(w.message) or "without recording" in str(w.message)]
+    assert len(said) == 2 and {w.filename for w in said} == {__file__}, [(str(w.message), w.filename) for w in said]
+
+
+def test_on_trace_ready_starting_the_profiler_again_at_stop_is_no_lost_trace():
+    # The restarted run counts its windows from 0, which stop() took for a
+    # run that delivered none: it warned "no trace was produced" right after
+    # delivering one.
+    delivered = []
+
+    def start_again(prof):
+        delivered.append(prof.profiler_result.steps)
+        if len(delivered) == 1:
+            prof.start()
+
+    prof = Profiler(scheduler=None, on_trace_ready=start_again)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prof.start()
+        prof.step()
+        prof.stop()
+        assert prof._started and delivered == [[0, 1]]
+        prof.step()
+        prof.stop()
+    assert not prof._started and delivered == [[0, 1], [0, 1]]
+
+
 def test_record_events_land_in_their_step():
     def work(prof):
         with RecordEvent(f"work{prof.step_num}"):

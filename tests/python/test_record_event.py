@@ -1,6 +1,7 @@
 """RecordEvent: context manager and begin()/end(), nesting, threads, the idle
 no-op, and misuse that raises clear errors instead of corrupting the trace."""
 
+import functools
 import threading
 
 import numpy as np
@@ -256,6 +257,33 @@ def test_interleaved_asyncio_tasks_keep_the_later_range_exact():
     assert result.info["unfinished_events"] == 0
 
 
+def test_the_warning_names_the_range_whose_end_is_recorded():
+    # Three interleaved tasks on one thread: "a1" ends first, while "a2" and
+    # "a3" (begun after it, in that order) are open. The engine ends "a1"
+    # right after "a2", which encloses "a3" there: the warning names "a2".
+    import asyncio
+    import warnings
+
+    async def request(name, delay):
+        with RecordEvent(name):
+            await asyncio.sleep(delay)
+
+    async def three():
+        tasks = []
+        for name, delay in (("a1", 0.01), ("a2", 0.04), ("a3", 0.02)):
+            tasks.append(asyncio.ensure_future(request(name, delay)))
+            await asyncio.sleep(0.001)  # each begins after the one before
+        await asyncio.gather(*tasks)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = recorded(lambda: asyncio.run(three()))
+    messages = [str(w.message) for w in caught if "RecordEvent 'a1' ended" in str(w.message)]
+    assert len(messages) == 1 and "'a1' is recorded as ending when 'a2' ends" in messages[0], messages
+    got = spans(result)
+    assert got["a1"][1] >= got["a2"][1] > got["a3"][1]  # "a1" ended with "a2", after "a3"
+
+
 def test_a_range_abandoned_open_does_not_hold_up_the_one_below_it():
     import gc
 
@@ -429,7 +457,8 @@ def test_decorating_what_a_range_cannot_time_is_a_clear_error():
     def generator():
         yield 1
 
-    for function in (coroutine, generator):
+    # A partial has no __qualname__: it is named by its repr.
+    for function in (coroutine, generator, functools.partial(coroutine)):
         with pytest.raises(TypeError, match="coroutine or generator function.*with RecordEvent"):
             RecordEvent("x")(function)
     with pytest.raises(TypeError, match="needs a function, not int"):
