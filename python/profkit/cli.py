@@ -326,7 +326,7 @@ def _flag_given(args: argparse.Namespace, flag: str) -> bool:
 
 def _summary_ranks(args: argparse.Namespace) -> None:
     from .cross_rank import cross_rank_summary
-    from .merge import parse_merge_inputs
+    from .merge import MergeError, parse_merge_inputs
 
     # Refused rather than ignored: a user who asked for them would otherwise
     # read the cross-rank view as if they had applied.
@@ -337,7 +337,10 @@ def _summary_ranks(args: argparse.Namespace) -> None:
             "only --time-unit and --json apply. Give one FILE without --ranks for the tables."
         )
 
-    pairs = parse_merge_inputs(args.files)
+    try:
+        pairs = parse_merge_inputs(args.files)
+    except MergeError as e:  # a malformed NAME=FILE is a command-line error here too (exit 2)
+        raise _UsageError(f"summary --ranks: {str(e).replace('merge: ', '', 1)}") from None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # A FILE without NAME= gets the default name; the names given are kept.

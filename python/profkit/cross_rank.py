@@ -34,11 +34,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _C, _records, _summary
-from ._merge_sources import display_text, engine_path
+from ._merge_sources import display_text
 from ._warnings import ProfilerWarning
 from .integrations._collective_calls import DDP_WAIT_NAME
 from .integrations._collectives_in_flight import IN_FLIGHT_SUFFIX
-from .result import ProfilerResult
+from .result import ProfilerResult, load_profiler_result
 
 __all__ = ["cross_rank_summary", "CrossRankSummary", "RankFigures"]
 
@@ -202,10 +202,10 @@ def _as_result(source: Any) -> "tuple[_C.Result, str]":
         raise IsADirectoryError(
             f"cross_rank_summary: {path!r} is a directory, not a trace file (.pktrace or .trace.json)"
         )
-    try:
-        return _C.load(engine_path(path)), path
-    except (OSError, ValueError) as e:
-        raise type(e)(f"cross_rank_summary: cannot read {path!r}: {e}") from e
+    # As load_profiler_result reads it (gzip-compressed or not, told by the
+    # content), and with its errors, which name the file: re-raised as
+    # type(e)(text), an OSError lost its errno and said the name three times.
+    return load_profiler_result(path).raw, path
 
 
 def _default_name(info: Dict[str, Any], path: str, index: int) -> str:
@@ -304,6 +304,7 @@ def cross_rank_summary(
     sources = list(sources)
     if names is not None and len(names) != len(sources):
         raise ValueError(f"cross_rank_summary: {len(names)} names for {len(sources)} sources")
+    _refuse_duplicate_names(names)
     figures = []
     for index, source in enumerate(sources):
         # One trace in memory at a time: a job's ranks together can be far
@@ -319,6 +320,17 @@ def cross_rank_summary(
     computing = [r for r in figures if r.computation_ns is not None]
     most = max(computing, key=lambda r: r.computation_ns or 0.0) if len(computing) > 1 else None
     return CrossRankSummary(ranks=figures, slowest=slowest, fastest=fastest, most_computation=most)
+
+
+def _refuse_duplicate_names(names: Optional[Sequence[Optional[str]]]) -> None:
+    """Two rows of one name could not be told apart ("slowest rank: x, ...
+    fastest (x)"): refused, as profkit merge refuses them."""
+    given = [name for name in names or () if name is not None]
+    repeated = sorted({name for name in given if given.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"cross_rank_summary: the name {repeated[0]!r} is given to more than one trace; give each rank its own"
+        )
 
 
 def _slowest_and_fastest(figures: Sequence[RankFigures]) -> Tuple[Optional[RankFigures], Optional[RankFigures]]:

@@ -5,6 +5,8 @@ No torch needed: the "processes" are recording windows of this process (as
 processes with known clock offsets), so the arithmetic is checked exactly.
 """
 
+import errno
+import gzip
 import json
 import os
 import pathlib
@@ -366,6 +368,36 @@ def test_cli_summary_ranks(tmp_path, capsys):
     assert data["ranks"][0]["comm_bytes"] == 4096 and data["ranks"][0]["steps"] == 1
     assert cli.main(["summary", r0, r1]) == 2  # several files need --ranks
     assert "--ranks" in capsys.readouterr().err
+
+
+def test_cli_summary_ranks_reads_gzipped_traces_and_refuses_what_it_cannot_tell_apart(tmp_path, capsys):
+    # The only command that refused gzip-compressed traces ("no 'PKTR' file
+    # identifier"), although the README says the command line reads them.
+    r0 = saved(record_window(0, 2), tmp_path / "r0.pktrace")
+    r1 = saved(record_window(1, 2), tmp_path / "r1.pktrace")
+    with open(r0, "rb") as f, gzip.open(str(tmp_path / "r0.pktrace.gz"), "wb") as g:
+        g.write(f.read())
+    ProfilerResult(_C.load(r1.encode())).export_chrome_tracing(str(tmp_path / "r1.trace.json.gz"))
+    assert cli.main(["summary", "--ranks", r0, r1, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    gzipped = [str(tmp_path / "r0.pktrace.gz"), str(tmp_path / "r1.trace.json.gz")]
+    assert cli.main(["summary", "--ranks", *gzipped, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    keep = ("name", "rank", "steps", "step_ns", "communication_ns", "comm_bytes")
+    assert [{k: r[k] for k in keep} for r in got["ranks"]] == [{k: r[k] for k in keep} for r in plain["ranks"]]
+    # Two rows of one name: "slowest rank: x ... fastest (x)".
+    assert cli.main(["summary", "--ranks", f"x={r0}", f"x={r1}"]) == 1
+    assert "the name 'x' is given to more than one trace" in capsys.readouterr().err
+    # A malformed NAME=FILE is a command-line error, named for this command.
+    assert cli.main(["summary", "--ranks", "a=", r1]) == 2
+    assert "summary --ranks: 'a=' has no FILE" in capsys.readouterr().err
+    # A missing file is named once, with its errno kept.
+    assert cli.main(["summary", "--ranks", r0, str(tmp_path / "nope.pktrace")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("nope.pktrace") == 1 and "No such file or directory" in err, err
+    with pytest.raises(FileNotFoundError) as caught:
+        cross_rank_summary([str(tmp_path / "nope.pktrace")])
+    assert caught.value.errno == errno.ENOENT
 
 
 @pytest.mark.parametrize(
