@@ -704,6 +704,10 @@ class Profiler:
         options = _summary.SummaryOptions.from_arguments(locals())
         print(_summary.summary_text(result.raw, options), flush=True)
 
+    def summary_data(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        """The latest window's summary tables as data: ``ProfilerResult.summary_data``, same arguments."""
+        return self._require_result("summary_data").summary_data(*args, **kwargs)
+
     def _require_result(self, what: str) -> ProfilerResult:
         if self._result is None and self.timer_only:
             raise RuntimeError(

@@ -70,6 +70,8 @@ def test_entry_points_give_the_same_tables_as_the_options_they_make(capsys):
     assert capsys.readouterr().out == expected + "\n"
     data = result.summary_data(views=SummaryView.UDFView, time_unit="us")
     assert data["UDFView"].rows == _summary.summary_data(result.raw, options)["UDFView"].rows
+    # The Profiler gives them too, as it prints them (the README promised it).
+    assert prof.summary_data(views=SummaryView.UDFView, time_unit="us")["UDFView"].rows == data["UDFView"].rows
     with pytest.raises(ValueError, match="row_limit must be a positive int"):
         prof.summary(row_limit=0)
 
@@ -77,6 +79,8 @@ def test_entry_points_give_the_same_tables_as_the_options_they_make(capsys):
 def test_a_profiler_without_a_window_says_so_before_judging_the_options():
     with pytest.raises(RuntimeError, match="no trace has been collected yet"):
         Profiler(on_trace_ready=lambda p: None).summary(time_unit="min")
+    with pytest.raises(RuntimeError, match=r"Profiler.summary_data\(\): no trace has been collected yet"):
+        Profiler(on_trace_ready=lambda p: None).summary_data()
 
 
 def test_the_command_line_has_a_flag_for_every_option_and_the_same_defaults():
