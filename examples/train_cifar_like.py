@@ -150,9 +150,10 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     prof, files = train(args)
     views = [profkit.SummaryView.ModelView, profkit.SummaryView.OperatorView, profkit.SummaryView.KernelView]
-    if args.profile_memory:
-        views.append(profkit.SummaryView.MemoryView)
     prof.summary(views=views, op_detail=False, row_limit=12)
+    if args.profile_memory:
+        # With op_detail: the rows under each device are the operators that allocated.
+        prof.summary(views=profkit.SummaryView.MemoryView, row_limit=12)
     print("Trace files:")
     for path in files:
         print(f"  {os.path.abspath(path)}")

@@ -239,7 +239,7 @@ class Profiler:
         benchmark_warmup_steps: steps the Perf Summary leaves out when the run
             is longer (default 10, as paddle.profiler).
         memory_cap: bytes the engine may use for recorded events, at least
-            MIN_MEMORY_CAP (None: the engine's, 1 GiB by default); in force
+            256 KiB (None: the engine's, 1 GiB by default); in force
             from ``start()`` to ``stop()``. Past it events are dropped and
             counted, and the window that lost them warns.
     """

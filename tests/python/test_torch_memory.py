@@ -177,6 +177,8 @@ def test_the_example_prints_the_memory_summary_when_asked(pk_torch, tmp_path, ca
     out = capsys.readouterr().out
     memory = out[out.index("Memory Summary"):]
     assert "CPU" in memory.splitlines()[4]  # the first row, under the title, rules and header
+    # ... followed by the operators that allocated (the README says the example shows them).
+    assert "aten::" in memory.splitlines()[5], memory
 
 
 def test_a_silent_reporter_left_on_a_thread_steps_aside_without_a_word(pk_torch):
