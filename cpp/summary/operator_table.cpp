@@ -1,6 +1,7 @@
 #include "summary/operator_table.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,52 @@ std::string_view short_frame(std::string_view frame) noexcept {
   if (paren == std::string_view::npos) return frame;
   const size_t slash = frame.rfind('/', paren);
   return slash == std::string_view::npos ? frame : frame.substr(slash + 1);
+}
+
+// Whether Operator event `child`, its parent's only child, folds into Operator
+// event `parent` as torch.profiler's tables fold it: the same name text (a
+// loaded or merged Result may repeat a text under several ids).
+bool folds_into(const Result& r, uint64_t child, uint64_t parent) noexcept {
+  const pk_host_event& c = r.host_events[child];
+  const pk_host_event& p = r.host_events[parent];
+  // Depth saturates at 255: an event there may be a deeper one's parent read
+  // as its sibling, so whose only child it is cannot be told.
+  constexpr uint8_t kSaturatedDepth = 255;
+  return c.type == PK_EVENT_OPERATOR && p.type == PK_EVENT_OPERATOR && c.depth < kSaturatedDepth &&
+         (c.name == p.name || r.strings.view_or_empty(c.name) == r.strings.view_or_empty(p.name));
+}
+
+// The Operator events of thread `thread` that fold into their parent,
+// ascending. Whether a child folds is known only once its parent has closed
+// (a later sibling keeps it a call of its own), after the walk has opened it:
+// hence a pass of its own before the walk. It nests events as the walk does
+// (host_walk.cpp: close down to an event's depth; a full stack closes its
+// top), so that its parents are the walk's.
+std::vector<uint64_t> folded_operators(const Result& r, size_t thread) {
+  struct Frame {
+    uint64_t index;
+    uint64_t first_child;
+    uint64_t children;  // direct children of any type
+  };
+  std::array<Frame, OpenStack::kCapacity> stack;
+  size_t size = 0;
+  std::vector<uint64_t> folded;
+  auto close_top = [&] {
+    const Frame& f = stack[--size];
+    if (f.children == 1 && folds_into(r, f.first_child, f.index)) folded.push_back(f.first_child);
+  };
+  const ThreadRecord& t = r.threads[thread];
+  const uint64_t end = std::min<uint64_t>(t.first_event + t.event_count, r.host_events.size());
+  for (uint64_t i = t.first_event; i < end; ++i) {
+    while (size > r.host_events[i].depth) close_top();
+    if (size == stack.size()) close_top();
+    if (size > 0 && stack[size - 1].children++ == 0) stack[size - 1].first_child = i;
+    stack[size++] = {i, 0, 0};
+  }
+  while (size > 0) close_top();
+  // Parents close after their children: a chain's links come out innermost first.
+  std::sort(folded.begin(), folded.end());
+  return folded;
 }
 
 }  // namespace
@@ -135,6 +182,9 @@ std::string OperatorTable::stack_text(uint32_t stack) const {
 }
 
 void OperatorTable::begin_thread(size_t thread) {
+  folded_ =
+      context_.host_calls[PK_EVENT_OPERATOR] > 0 ? folded_operators(*context_.result, thread) : std::vector<uint64_t>();
+  next_folded_ = 0;
   operator_slots_.begin_thread();
   if (context_.options.thread_sep) {
     thread_ = static_cast<uint32_t>(thread);
@@ -171,30 +221,47 @@ uint32_t OperatorTable::child_row(uint32_t parent, uint32_t name, RowKind kind) 
   return row;
 }
 
+bool OperatorTable::next_is_folded(uint64_t event) {
+  while (next_folded_ < folded_.size() && folded_[next_folded_] < event) ++next_folded_;
+  return next_folded_ < folded_.size() && folded_[next_folded_] == event;
+}
+
 void OperatorTable::on_open(const OpenStack& stack) {
   const size_t position = stack.size() - 1;
-  if (operator_at_.size() <= position) {
-    operator_at_.resize(position + 1, kNone);
-    inner_at_.resize(position + 1, kNone);
+  if (open_.size() <= position) open_.resize(position + 1);
+  const OpenEvent& opened = stack[position];
+  const pk_host_event& e = context_.result->host_events[opened.index];
+  OpenCall& call = open_[position];
+  call = {kNone, kNone, false, 0};
+  if (e.type == PK_EVENT_OPERATOR && position > 0 && next_is_folded(opened.index)) {
+    // Its parent's call continued: what opens inside it finds the parent's
+    // row here, and with no inner row of its own, on_launch adds the GPU
+    // work launched in it to the parent's rows once.
+    call.operator_row = open_[position - 1].operator_row;
+    call.folded = true;
+    return;
   }
-  const pk_host_event& e = context_.result->host_events[stack[position].index];
-  operator_at_[position] = e.type == PK_EVENT_OPERATOR ? operator_row(e.name, stack[position].index, stack) : kNone;
-  inner_at_[position] = kNone;
-  const uint32_t enclosing = stack[position].nearest_op;
-  if (context_.options.op_detail && enclosing != kNoPosition && operator_at_[enclosing] != kNone) {
-    inner_at_[position] = child_row(operator_at_[enclosing], e.name, RowKind::kInner);
+  if (e.type == PK_EVENT_OPERATOR) call.operator_row = operator_row(e.name, opened.index, stack);
+  const uint32_t enclosing = opened.nearest_op;
+  if (context_.options.op_detail && enclosing != kNoPosition && open_[enclosing].operator_row != kNone) {
+    call.inner_row = child_row(open_[enclosing].operator_row, e.name, RowKind::kInner);
   }
 }
 
 void OperatorTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   const size_t position = stack.size();
   const pk_host_event& e = context_.result->host_events[closed.index];
+  const OpenCall& call = open_[position];
   const uint64_t cpu = duration_ns(e.start_ns, e.end_ns);
   // Children can outlast their parent only in a malformed trace.
-  const uint64_t self = cpu > closed.children_ns ? cpu - closed.children_ns : 0;
+  const uint64_t self = (cpu > closed.children_ns ? cpu - closed.children_ns : 0) + call.folded_self;
+  if (call.folded) {
+    open_[position - 1].folded_self += self;
+    return;
+  }
   int64_t flops = 0;
   const bool counted = has_flops_ && flops_of(closed.index, &flops) && flops >= 0;
-  for (uint32_t row : {operator_at_[position], inner_at_[position]}) {
+  for (uint32_t row : {call.operator_row, call.inner_row}) {
     if (row == kNone) continue;
     CallStats& s = rows_[row].stats;
     ++s.calls;
@@ -221,8 +288,8 @@ void OperatorTable::on_launch(const OpenStack& stack, const LaunchedWork& work) 
   // under each Operator, directly or inside the inner event it went through.
   uint32_t inside = kNoPosition;
   while (at != kNoPosition) {
-    if (operator_at_[at] != kNone) {
-      const uint32_t parent = inside == kNoPosition ? operator_at_[at] : inner_at_[inside];
+    if (open_[at].operator_row != kNone) {
+      const uint32_t parent = inside == kNoPosition ? open_[at].operator_row : open_[inside].inner_row;
       if (parent != kNone) {
         CallStats& s = rows_[child_row(parent, name, RowKind::kDevice)].stats;
         ++s.calls;

@@ -29,6 +29,15 @@
 // pk_event_arg_int), a FLOPs column follows: the sum over a row's calls of
 // their "flops"; "-" for rows none of whose calls has one.
 //
+// Calls are counted as torch.profiler's tables count them: an Operator event
+// that is the only direct child (of any type) of an Operator event with the
+// same name is that call continued, not a call of its own (`aten::sum`
+// inside `aten::sum`; torch's EventList._remove_dup_nodes; chains fold into
+// the outermost). It adds no call, time or FLOPs to any row and is no row
+// under the parent; its self CPU time is the parent's, and what happened
+// inside it (inner events, GPU work) counts as happening directly in the
+// parent. Other tables, the timeline and the trace keep it as recorded.
+//
 // Thread-safety: a walk visitor, then a table() call.
 #pragma once
 
@@ -75,7 +84,17 @@ class OperatorTable : public HostEventVisitor {
     bool has_flops = false;
   };
 
+  // Per stack position of an open Operator/OperatorInner event.
+  struct OpenCall {
+    uint32_t operator_row;  // its operator row (Operator events; for a folded one, its parent's)
+    uint32_t inner_row;     // its row under the enclosing operator
+    bool folded;            // the continuation of its parent's call (see the header comment)
+    uint64_t folded_self;   // self CPU time of a folded child, which is this call's own
+  };
+
   uint32_t operator_row(uint32_t name, uint64_t event, const OpenStack& stack);
+  // Whether host event `event` (opened in index order) folds into its parent.
+  bool next_is_folded(uint64_t event);
   // The first string id with the same text as `id` (a loaded or merged
   // Result may repeat a text under several ids).
   uint32_t canonical(uint32_t id);
@@ -101,12 +120,13 @@ class OperatorTable : public HostEventVisitor {
   DeviceNames device_names_;
   NameSlots operator_slots_;
   std::vector<Row> rows_;
-  FlatIndex inner_rows_;   // (parent << 32 | name) -> row
-  FlatIndex device_rows_;  // (parent << 32 | device name) -> row
-  // Per stack position of an open Operator/OperatorInner event: its operator
-  // row (Operator events) and its inner row under the enclosing operator.
-  std::vector<uint32_t> operator_at_;
-  std::vector<uint32_t> inner_at_;
+  FlatIndex inner_rows_;        // (parent << 32 | name) -> row
+  FlatIndex device_rows_;       // (parent << 32 | device name) -> row
+  std::vector<OpenCall> open_;  // by stack position
+  // The current thread's folded Operator events, ascending, and the first
+  // one not yet opened.
+  std::vector<uint64_t> folded_;
+  size_t next_folded_ = 0;
   uint32_t thread_ = 0;
   uint64_t untimed_ = 0;              // GPU records without timestamps under some operator
   std::vector<uint32_t> flops_keys_;  // string ids of "flops" (a merged Result may hold several)

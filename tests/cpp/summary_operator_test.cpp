@@ -1,11 +1,15 @@
 // Operator Summary: inclusive CPU time, GPU time of launched work, op_detail
-// nesting with ratios to the parent row, thread_sep, every sort key and the
-// row limit.
+// nesting with ratios to the parent row, thread_sep, every sort key, the row
+// limit, and calls counted as torch.profiler counts them (a same-named only
+// child folded into its parent).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
+#include <memory>
+#include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "summary_builder.h"
@@ -200,6 +204,7 @@ TEST(SummaryOperator, RecursiveOperatorsCountEachCall) {
   TraceBuilder b(0, 100);
   b.event(1, "f", PK_EVENT_OPERATOR, 0, 100);
   b.event(1, "f", PK_EVENT_OPERATOR, 10, 60);
+  b.event(1, "g", PK_EVENT_OPERATOR, 70, 80);  // not f's only child: f in f is a call of its own
   auto r = b.build();
   const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
   EXPECT_EQ(profkit_test::value(t, "f", "Calls", 0), 2);
@@ -525,4 +530,182 @@ TEST(SummaryOperator, CpuSelfCanDisagreeWithCpuTotal) {
   o.sorted_by = SortKey::kCpuTotal;
   EXPECT_EQ(profkit_test::labels(profkit_test::table_of(*r, SummaryView::kOperator, o), 0),
             (std::vector<std::string>{"wrapper", "work", "leaf"}));
+}
+
+namespace {
+
+// The figures of one Operator table row: calls, CPU total, self CPU total.
+struct Figures {
+  double calls;
+  double cpu;
+  double self;
+  bool operator==(const Figures& o) const { return calls == o.calls && cpu == o.cpu && self == o.self; }
+};
+
+std::ostream& operator<<(std::ostream& out, const Figures& f) {
+  return out << "{calls " << f.calls << ", cpu " << f.cpu << ", self " << f.self << "}";
+}
+
+Figures figures(const profkit::SummaryTable& t, const std::string& label, int level = 0) {
+  return {profkit_test::value(t, label, "Calls", level), profkit_test::value(t, label, "CPU Total", level),
+          profkit_test::value(t, label, "Self CPU Total", level)};
+}
+
+// (label, level) of every row, in order.
+std::vector<std::pair<std::string, uint32_t>> outline(const profkit::SummaryTable& t) {
+  std::vector<std::pair<std::string, uint32_t>> rows;
+  for (const profkit::SummaryRow& row : t.rows) rows.emplace_back(row.label, row.level);
+  return rows;
+}
+
+}  // namespace
+
+// torch.profiler's tables fold an Operator's only child of the same name
+// into it (x.sum() runs aten::sum inside aten::sum): one call, whose self
+// time is both events' own.
+TEST(SummaryOperator, ASameNamedOnlyChildIsPartOfItsParentsCall) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 100, 200);  // self 30
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 110, 180);  // self 60
+  b.event(1, "aten::fill_", PK_EVENT_OPERATOR, 120, 130);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(figures(t, "aten::sum"), (Figures{1, 100, 90}));
+  EXPECT_EQ(outline(t),
+            (std::vector<std::pair<std::string, uint32_t>>{{"aten::sum", 0}, {"aten::fill_", 1}, {"aten::fill_", 0}}));
+  EXPECT_EQ(figures(t, "aten::fill_", 1), (Figures{1, 10, 10}));
+  // Only the Operator table: the timeline and the other tables keep both events.
+  EXPECT_EQ(r->host_events.size(), 4u);
+}
+
+TEST(SummaryOperator, ASameNamedChildWithASiblingIsACallOfItsOwn) {
+  for (const pk_event_type sibling : {PK_EVENT_OPERATOR, PK_EVENT_USER_DEFINED}) {
+    TraceBuilder b;
+    b.step(1, 0, 0, 1000);
+    b.event(1, "aten::sum", PK_EVENT_OPERATOR, 100, 200);
+    b.event(1, "aten::sum", PK_EVENT_OPERATOR, 110, 180);
+    b.event(1, "other", sibling, 185, 195);
+    auto r = b.build();
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+    EXPECT_EQ(figures(t, "aten::sum"), (Figures{2, 170, 90})) << "sibling type " << sibling;
+    EXPECT_EQ(figures(t, "aten::sum", 1), (Figures{1, 70, 70})) << "sibling type " << sibling;
+  }
+}
+
+TEST(SummaryOperator, AChainOfSameNamedOnlyChildrenIsOneCall) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::div", PK_EVENT_OPERATOR, 0, 300);
+  b.event(1, "aten::div", PK_EVENT_OPERATOR, 10, 290);
+  b.event(1, "aten::div", PK_EVENT_OPERATOR, 20, 280);
+  b.event(1, "aten::copy_", PK_EVENT_OPERATOR, 30, 40);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(figures(t, "aten::div"), (Figures{1, 300, 290}));
+  EXPECT_EQ(outline(t),
+            (std::vector<std::pair<std::string, uint32_t>>{{"aten::div", 0}, {"aten::copy_", 1}, {"aten::copy_", 0}}));
+}
+
+TEST(SummaryOperator, OnlyAnOperatorFoldsAndOnlyIntoAnOperator) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "f", PK_EVENT_USER_DEFINED, 0, 100);
+  b.event(1, "f", PK_EVENT_OPERATOR, 10, 50);
+  b.event(1, "g", PK_EVENT_OPERATOR_INNER, 200, 300);
+  b.event(1, "g", PK_EVENT_OPERATOR, 210, 250);
+  b.event(1, "h", PK_EVENT_OPERATOR, 400, 500);
+  b.event(1, "h", PK_EVENT_OPERATOR_INNER, 410, 450);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(figures(t, "f"), (Figures{1, 40, 40}));
+  EXPECT_EQ(figures(t, "g"), (Figures{1, 40, 40}));
+  EXPECT_EQ(figures(t, "h"), (Figures{1, 100, 60}));
+  EXPECT_EQ(figures(t, "h", 1), (Figures{1, 40, 40}));  // the inner event stays a row under h
+}
+
+// linear [0,1000)
+//   aten::sum [100,600)
+//     aten::sum [110,590) (folded)
+//       sum_impl (inner) [120,300)
+//         launch -> k_inner 100 ns
+//       launch -> k_direct 40 ns
+std::unique_ptr<profkit::Result> folded_operator_with_work_inside() {
+  TraceBuilder b;
+  b.step(1, 0, 0, 2000);
+  b.event(1, "linear", PK_EVENT_OPERATOR, 0, 1000);
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 100, 600).arg(1, 100, "flops", int64_t{8});
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 110, 590).arg(1, 110, "flops", int64_t{5});
+  b.event(1, "sum_impl", PK_EVENT_OPERATOR_INNER, 120, 300);
+  b.launch(1, 130, 140, 1);
+  b.kernel("k_inner", 200, 300, 1);
+  b.launch(1, 400, 410, 2);
+  b.kernel("k_direct", 500, 540, 2);
+  return b.build();
+}
+
+TEST(SummaryOperator, WhatHappensInAFoldedChildHappensInItsParent) {
+  auto r = folded_operator_with_work_inside();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator);
+  EXPECT_EQ(outline(t), (std::vector<std::pair<std::string, uint32_t>>{{"linear", 0},
+                                                                       {"aten::sum", 1},
+                                                                       {"k_inner", 2},
+                                                                       {"k_direct", 2},
+                                                                       {"aten::sum", 0},
+                                                                       {"sum_impl", 1},
+                                                                       {"k_inner", 2},
+                                                                       {"k_direct", 1}}));
+  // aten::sum: 500 ns, of which its own 20 and the folded child's 290
+  // (480 - 180 in sum_impl - 10 in the launch).
+  EXPECT_EQ(figures(t, "aten::sum", 0), (Figures{1, 500, 310}));
+  EXPECT_EQ(figures(t, "aten::sum", 1), (Figures{1, 500, 310}));
+  EXPECT_EQ(figures(t, "sum_impl", 1), (Figures{1, 180, 170}));
+  EXPECT_EQ(profkit_test::value(t, "aten::sum", "GPU Total", 0), 140);
+  EXPECT_EQ(profkit_test::value(t, "linear", "GPU Total", 0), 140);
+  EXPECT_EQ(profkit_test::value(t, "k_direct", "Calls", 1), 1);
+  EXPECT_EQ(profkit_test::value(t, "k_direct", "GPU Total", 1), 40);
+  // The folded child's FLOPs are not a call's.
+  EXPECT_EQ(profkit_test::value(t, "aten::sum", "FLOPs", 0), 8);
+
+  SummaryOptions o;
+  o.op_detail = false;
+  const profkit::SummaryTable flat = profkit_test::table_of(*r, SummaryView::kOperator, o);
+  EXPECT_EQ(outline(flat), (std::vector<std::pair<std::string, uint32_t>>{{"linear", 0}, {"aten::sum", 0}}));
+  EXPECT_EQ(figures(flat, "aten::sum"), (Figures{1, 500, 310}));
+  EXPECT_EQ(profkit_test::value(flat, "aten::sum", "GPU Total", 0), 140);
+}
+
+TEST(SummaryOperator, GroupByInputShapeHasNoRowForAFoldedChildsShapes) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 100, 200).arg(1, 100, "input_shapes", "[[2, 4], []]");
+  b.event(1, "aten::sum", PK_EVENT_OPERATOR, 110, 180).arg(1, 110, "input_shapes", "[[2, 4], [], [], []]");
+  auto r = b.build();
+  for (const bool detail : {false, true}) {
+    SummaryOptions options;
+    options.op_detail = detail;
+    options.group_by_input_shape = true;
+    const std::vector<ShapedRow> rows = shaped_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
+    ASSERT_EQ(rows.size(), 1u) << "op_detail " << detail;
+    EXPECT_EQ(rows[0].label + rows[0].text, "aten::sum[[2, 4], []]");
+    EXPECT_EQ(rows[0].calls, 1);
+    EXPECT_EQ(rows[0].cpu_total, 100);
+  }
+}
+
+// Depth saturates at 255: events deeper read as siblings there, so nothing
+// at that depth folds (whose only child it is cannot be told), and the
+// nesting above it folds as usual.
+TEST(SummaryOperator, ChainsPastTheDepthLimitFoldAboveIt) {
+  for (const uint64_t length : {256u, 300u}) {
+    TraceBuilder b(0, 1000);
+    for (uint64_t d = 0; d < length; ++d) b.event(1, "f", PK_EVENT_OPERATOR, d, 1000 - d);
+    auto r = b.build();
+    ASSERT_EQ(r->host_events[length - 1].depth, 255);
+    SummaryOptions o;
+    o.op_detail = false;
+    const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOperator, o);
+    // The outermost call, and each event at depth 255.
+    EXPECT_EQ(profkit_test::value(t, "f", "Calls"), 1 + (length - 255)) << length << " nested";
+  }
 }

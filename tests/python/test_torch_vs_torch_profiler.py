@@ -7,11 +7,14 @@ the optimizer step and DataLoader ranges, and the same allocations and frees.
 The differences are deliberate: profkit leaves out torch's BACKWARD_FUNCTION
 ranges ("AddmmBackward0", one level inside "autograd::engine::evaluate_function:
 AddmmBackward0"; the node an in-place op on a view wraps, inside CopySlices' range) and names the optimizer step and DataLoader ranges its own way.
+profkit's Operator table counts calls as torch.profiler's key_averages() does (an
+operator's only child of the same name, aten::sum in aten::sum, is part of its call).
 The pure-Python fallback sees operators below autograd only, so what it records
 must be found, in the same order and with the same shapes, among the native
 hook's operators -- nothing of its own.
 """
 
+import ast
 import collections
 import json
 import warnings
@@ -184,24 +187,83 @@ def test_native_hook_records_what_torch_profiler_records(pk_torch, tmp_path, mon
     assert within_window(memory) == within_window(expected_memory) != []
 
 
-def test_operator_rows_per_input_shape_count_what_torch_profiler_counts(pk_torch, tmp_path, monkeypatch):
-    # torch.profiler's key_averages(group_by_input_shape=True), by the trace's
-    # Input Dims (which list a tensor list's shapes, as profkit does).
-    step = make_step()
-    expected_rows, _ = torch_profiler_step(step, tmp_path, monkeypatch)
-    expected = collections.Counter((name, shapes) for name, _, shapes in expected_rows if name.startswith("aten::"))
-    table = profkit_result(step, pk_torch, "native").summary_data(
+def steps_with_folds(step):
+    """x.sum() (aten::sum inside aten::sum), scalar division (how it nests varies with torch's version), then
+    `step`."""
+    x = torch.randn(2, 4)
+
+    def run():
+        x.sum()
+        (x / 2).div_(2)
+        step()
+
+    return run
+
+
+def torch_profiler_tables(run):
+    """Calls per operator in torch.profiler's key_averages(), and per operator and input shapes in
+    key_averages(group_by_input_shape=True), leaving out what profkit records as no Operator event:
+    autograd's node ranges ("AddmmBackward0", BACKWARD_FUNCTION scope) and torch's own record_function
+    ranges ("Optimizer.step#SGD.step", USER_SCOPE: profkit's Optimization, Dataloader, PythonUserDefined)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as reference:
+        run()
+    backward_function, user_scope = 1, 7  # at::RecordScope
+    left_out = {e.name for e in reference.events() if getattr(e, "scope", 0) in (backward_function, user_scope)}
+    assert "AddmmBackward0" in left_out and "Optimizer.step#SGD.step" in left_out
+    calls = collections.Counter()
+    for e in reference.key_averages():
+        if e.key not in left_out:
+            calls[e.key] += e.count
+    shaped = collections.Counter()
+    for e in reference.key_averages(group_by_input_shape=True):
+        if e.key not in left_out:
+            shaped[(e.key, str(e.input_shapes))] += e.count
+    return calls, shaped
+
+
+def as_key_averages_shapes(shapes):
+    """profkit's input shapes as key_averages(group_by_input_shape=True) shows them: a tensor list as []
+    (profkit lists its tensors' shapes, as torch's Chrome trace "Input Dims" does)."""
+    inputs = ast.literal_eval(shapes) if shapes else []
+    return str([[] if any(isinstance(item, list) for item in entry) else entry for entry in inputs])
+
+
+def test_operator_rows_count_what_torch_profilers_tables_count(pk_torch):
+    # Calls as key_averages() counts them: an operator's only child of the
+    # same name (aten::sum in aten::sum) is part of its call, in a row per
+    # operator and in a row per operator and input shapes.
+    run = steps_with_folds(make_step())
+    expected_calls, expected_shaped = torch_profiler_tables(run)
+    result = profkit_result(run, pk_torch, "native")
+    table = result.summary_data(views=profkit.SummaryView.OperatorView, op_detail=False)["OperatorView"]
+    calls = table.columns.index("Calls")
+    counted = collections.Counter()
+    for row in table.rows:
+        counted[row[0]] += row[calls]
+    assert counted == expected_calls
+    # The run had a folded operator: the trace has more of its events than calls.
+    events = result.events
+    recorded = collections.Counter(
+        events["name"][i] for i in range(len(events)) if int(events["type"][i]) == int(TracerEventType.Operator)
+    )
+    assert recorded["aten::sum"] > counted["aten::sum"] > 0
+
+    table = result.summary_data(
         views=profkit.SummaryView.OperatorView, op_detail=False, group_by_input_shape=True
     )["OperatorView"]
     calls, shapes = table.columns.index("Calls"), table.columns.index("Input Shapes")
     counted = collections.Counter()
+    listed = collections.Counter()
     for row in table.rows:
-        if row[0].startswith("aten::"):
-            counted[(row[0], row[shapes] or "")] += row[calls]
-    assert counted == expected
+        counted[(row[0], as_key_averages_shapes(row[shapes]))] += row[calls]
+        listed[(row[0], row[shapes] or "")] += row[calls]
+    assert counted == expected_shaped
     # One operator, several shapes: a row each (the two inner Linear(10, 10) share one).
-    assert counted[("aten::addmm", "[[10], [8, 10], [10, 10], [], []]")] == 2
-    assert counted[("aten::addmm", "[[3], [8, 10], [10, 3], [], []]")] == 1
+    assert listed[("aten::addmm", "[[10], [8, 10], [10, 10], [], []]")] == 2
+    assert listed[("aten::addmm", "[[3], [8, 10], [10, 3], [], []]")] == 1
+    assert listed[("aten::cat", "[[[8, 10], [8, 10]], []]")] == 1  # a tensor list's shapes
 
 
 def test_self_cpu_time_is_what_nests_nothing_in_torch_profilers_tree(pk_torch, tmp_path, monkeypatch):
