@@ -59,6 +59,22 @@ std::string follow_links(const std::string& path) {
   throw Error(PK_ERR_IO, errno_message("cannot write '" + path + "'", ELOOP), ELOOP);
 }
 
+// The descriptor of ours that `path` names (see the header), or -1.
+int own_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  const std::string self_pid = "/proc/" + std::to_string(getpid()) + "/fd/";
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
+    const std::string_view p(prefix);
+    if (path.compare(0, p.size(), p) != 0) continue;
+    const std::string digits = path.substr(p.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(digits);
+  }
+  if (path.compare(0, self_pid.size(), self_pid) == 0) return own_descriptor("/dev/fd/" + path.substr(self_pid.size()));
+  return -1;
+}
+
 // Blocks SIGPIPE on the calling thread while writing to a FIFO: when its
 // reader has gone, write() raises SIGPIPE, whose default action kills the
 // process; blocked, the write fails with EPIPE and becomes an Error. A
@@ -98,6 +114,19 @@ class SigpipeBlocked {
 AtomicFileWriter::AtomicFileWriter(std::string path, size_t buffer_bytes)
     : path_(std::move(path)), capacity_(buffer_bytes) {
   if (path_.empty()) throw Error(PK_ERR_INVALID_ARGUMENT, "the output path is empty");
+  const int descriptor = own_descriptor(path_);
+  if (descriptor >= 0) {
+    // Written in place through a duplicate (see the header): opening the
+    // name again would start at offset 0 without O_APPEND.
+    fd_ = ::fcntl(descriptor, F_DUPFD_CLOEXEC, 0);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw Error(PK_ERR_IO, errno_message("cannot write '" + path_ + "'", err), err);
+    }
+    target_ = path_;
+    buffer_.reset(new char[capacity_]);
+    return;
+  }
   struct stat st;
   if (::stat(path_.c_str(), &st) == 0) {
     // Refused before anything is written: a rename onto a directory fails

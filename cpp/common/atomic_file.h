@@ -13,6 +13,14 @@
 //   to protect anyway. Opening a FIFO waits for its reader, as a shell's
 //   redirection does;
 // - a directory: refused with PK_ERR_IO (errno EISDIR).
+// Before all that, a name of one of this process's open descriptors
+// ("/dev/stdout", "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N",
+// "/proc/thread-self/fd/N", "/proc/<our pid>/fd/N", as written) is written
+// through a duplicate of that descriptor, whatever it is open on: with
+// `-o /dev/stdout >> log.txt` it is a regular file, which the link resolves
+// to and a rename would replace (the log's text lost). The duplicate shares
+// the descriptor's offset and O_APPEND, so the output lands where the shell
+// put it. (python/profkit/_output_files.py keeps the same rule.)
 //
 // Thread-safety: one writer per object. Errors are thrown as profkit::Error
 // naming the path and the OS error, with its errno in Error::os_errno().

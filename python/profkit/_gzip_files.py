@@ -23,7 +23,7 @@ import stat
 import tempfile
 import uuid
 import zlib
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 from ._output_files import OutputFile, output_file, written
 
@@ -119,20 +119,23 @@ def write_gzipped(path: PathLike, write_plain: Callable[[bytes], None]) -> None:
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=_LEVEL, mtime=0) as out:
                 shutil.copyfileobj(source, out, _CHUNK)
     except OSError as e:
-        message = f"profkit: cannot write {target!r}: {e.strerror or e}"
+        # No "profkit:" of its own: this is a library's OSError; the CLI adds its prefix.
+        message = f"cannot write {target!r}: {e.strerror or e}"
         raise (OSError(e.errno, message) if e.errno is not None else type(e)(message)) from e
     finally:
         if plain is not None:
             remove_quietly(plain)
 
 
-def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-") -> str:
+def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-", shown: Optional[PathLike] = None) -> str:
     """Decompresses the gzip file at ``path`` into a new file in the
     temporary directory; returns that file's path (the caller removes it).
+    ``shown`` is the name messages give the file (default ``path``; the
+    user's file when ``path`` is a copy of it).
 
     Raises:
         ValueError: the compressed data is damaged or truncated (the message
-            names ``path``); nothing is left behind.
+            names ``shown``); nothing is left behind.
         OSError: ``path`` cannot be read, or the copy cannot be written.
     """
     fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".gunzipped")
@@ -142,7 +145,8 @@ def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-") -> str:
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         remove_quietly(plain)
         raise ValueError(
-            f"{os.fsdecode(path)!r}: its gzip compression is damaged ({e}); the file is truncated or corrupt"
+            f"{os.fsdecode(path if shown is None else shown)!r}: its gzip compression is damaged ({e}); "
+            "the file is truncated or corrupt"
         ) from e
     except BaseException:
         remove_quietly(plain)

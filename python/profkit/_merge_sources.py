@@ -7,6 +7,9 @@ import json
 import mmap
 import os
 import re
+import shutil
+import stat
+import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -114,9 +117,10 @@ class Source:
     def __init__(self, name: Optional[str], path: str) -> None:
         self.name = name
         self.path = path  # as given: what messages and labels name
-        # What is read: `path`, or a decompressed copy of it (close() removes that).
+        # What is read: `path`, or a copy of it (of a pipe, or decompressed);
+        # close() removes the copies.
         self.data_path = path
-        self._decompressed: Optional[str] = None
+        self._temporaries: List[str] = []
         self.is_pktrace = False
         self.meta: Dict[str, Any] = {}
         self.pids: List[int] = []  # the pids its events use, host pid first
@@ -136,7 +140,12 @@ class Source:
         if os.path.isdir(path):
             raise MergeError(f"merge: {path!r} is a directory; give trace files (.pktrace or .trace.json)")
         try:
-            with open(path, "rb") as f:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                # A FIFO, <(...), /dev/stdin: it can be read only once, and
+                # both this sniffing and the engine read it (and mmap needs
+                # a file): read it once into a copy, read as a file.
+                self._copy()
+            with open(self.data_path, "rb") as f:
                 head = f.read(_HEAD_BYTES)
         except OSError as e:
             raise MergeError(f"merge: cannot read {path!r}: {e.strerror or e}") from e
@@ -146,6 +155,8 @@ class Source:
             self._decompress()
             with open(self.data_path, "rb") as f:
                 head = f.read(_HEAD_BYTES)
+            if len(head) < _HEAD_BYTES and not head.strip(_JSON_BLANKS):
+                raise MergeError(f"merge: {path!r} (decompressed) is empty; it is not a profkit trace")
         # The identifier first: a .pktrace's size prefix may look like blanks and a '{'.
         if not looks_like_pktrace(head) and looks_like_json(head):
             self._open_chrome()
@@ -156,7 +167,7 @@ class Source:
         try:
             result = self.load()
         except (OSError, ValueError, RuntimeError) as e:
-            raise MergeError(f"merge: cannot read {self.path!r} as a profkit trace: {e}") from e
+            raise MergeError(f"merge: cannot read {self.path!r} as a profkit trace: {self.named(str(e))}") from e
         self.is_pktrace = True
         # Only the facts are kept: the trace is loaded again when its turn to be
         # written comes, so that one input at a time is in memory.
@@ -190,19 +201,35 @@ class Source:
     def load(self) -> "_C.Result":
         return _C.load(engine_path(self.data_path))
 
+    def named(self, message: str) -> str:
+        """An error message about the file read, naming the input given
+        instead of a copy of it (as load_profiler_result does)."""
+        if self.data_path == self.path:
+            return message
+        shown = self.path + (" (decompressed)" if self.data_path.endswith(".gunzipped") else "")
+        return message.replace(self.data_path, shown)
+
+    def _copy(self) -> None:
+        """Reads the input (not a regular file) once, into a temporary file that is read instead."""
+        fd, copy = tempfile.mkstemp(prefix="profkit-merge-", suffix=".copy")
+        self._temporaries.append(copy)
+        with open(fd, "wb") as out, open(self.path, "rb") as source:
+            shutil.copyfileobj(source, out, 1 << 20)
+        self.data_path = copy
+
     def _decompress(self) -> None:
         try:
-            self._decompressed = gunzip_to_temporary(self.path, prefix="profkit-merge-")
+            plain = gunzip_to_temporary(self.data_path, prefix="profkit-merge-", shown=self.path)
         except (OSError, ValueError) as e:
-            raise MergeError(f"merge: cannot decompress {self.path!r} (gzip-compressed): {e}") from e
-        self.data_path = self._decompressed
+            raise MergeError(f"merge: cannot decompress {self.path!r} (gzip-compressed): {self.named(str(e))}") from e
+        self._temporaries.append(plain)
+        self.data_path = plain
 
     def close(self) -> None:
-        """Removes the decompressed copy, if any (the input itself is never touched)."""
-        if self._decompressed is not None:
-            remove_quietly(self._decompressed)
-            self._decompressed = None
-            self.data_path = self.path
+        """Removes the copies read instead of the input, if any (the input itself is never touched)."""
+        while self._temporaries:
+            remove_quietly(self._temporaries.pop())
+        self.data_path = self.path
 
     def _open_chrome(self) -> None:
         """Our Chrome JSON: the metadata object is at the end, the process
@@ -221,7 +248,7 @@ class Source:
                         self.layout = (len(HEADER), footer)
                         self.pids = self._leading_pids(m, len(HEADER), footer)
         except (OSError, ValueError) as e:
-            raise MergeError(f"merge: cannot read {self.path!r}: {e}") from e
+            raise MergeError(f"merge: cannot read {self.path!r}: {self.named(str(e))}") from e
         if self.layout is None:
             meta = self._parse_whole()
         if not isinstance(meta, dict):

@@ -133,11 +133,21 @@ def with_number(head: str, key: str, change: Callable[[str], str]) -> str:
     return head[:start] + change(head[start:end]) + head[end:]
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def shift_ts(text: str, shift_ns: int) -> str:
-    """A ts in µs with a 3-digit fraction, plus shift_ns, in the same format."""
-    whole, _, fraction = text.partition(".")
-    ns = int(whole) * 1000 + int((fraction + "000")[:3]) + shift_ns
-    return "%d.%03d" % divmod(ns, 1000)
+    """A ts in µs with a 3-digit fraction, plus shift_ns, in the same format.
+
+    The sign belongs to the whole number: -14405.375 is -14405 µs and -375 ns."""
+    negative = text.startswith("-")
+    whole, _, fraction = text[1:].partition(".") if negative else text.partition(".")
+    if not _DIGITS.fullmatch(whole) or not _DIGITS.fullmatch(fraction or "0"):
+        raise ValueError(f"the ts {text!r} is not a number of microseconds")  # int() would take "1_0" and " 1"
+    ns = int(whole) * 1000 + int((fraction + "000")[:3])
+    ns = (-ns if negative else ns) + shift_ns
+    us, rest = divmod(abs(ns), 1000)
+    return "%s%d.%03d" % ("-" if ns < 0 else "", us, rest)
 
 
 class LineRewriter:
@@ -255,7 +265,7 @@ def write_pktrace(s: Source, writer: Writer, scratch: str, base_wall_ns: int, pl
     try:
         result = s.load()
     except (OSError, ValueError, RuntimeError) as e:  # pragma: no cover - it was readable a moment ago
-        raise MergeError(f"merge: cannot read {s.path!r} as a profkit trace: {e}") from e
+        raise MergeError(f"merge: cannot read {s.path!r} as a profkit trace: {s.named(str(e))}") from e
     result.export_chrome_placed(
         engine_path(temp),
         time_base_wall_ns=base_wall_ns,

@@ -12,7 +12,8 @@ FILE is a .pktrace or a Chrome trace profkit wrote (.trace.json).
 
 Exit status 0 on success; on bad input 1 (a file that cannot be read or
 written) or 2 (a bad command line), with one line on stderr:
-``profkit: error: ...``.
+``profkit: error: ...``. Interrupted: 130 (Ctrl-C) or 143 (SIGTERM), with a
+line on stderr and no temporary file left behind.
 """
 
 import argparse
@@ -21,13 +22,17 @@ import io
 import json
 import os
 import shlex
+import signal
 import stat
 import sys
+import threading
 import warnings
-from typing import List, NoReturn, Optional, Sequence
+from types import FrameType
+from typing import Any, List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
-from ._gzip_files import without_gzip_suffix
+from ._gzip_files import GZIP_SUFFIX, is_gzip_name, without_gzip_suffix, write_gzipped
+from ._output_files import check_directory
 from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
 from .result import STACKS_METRICS
@@ -39,6 +44,12 @@ __all__ = ["main"]
 
 class _UsageError(Exception):
     pass
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` and
+    ``with`` on the way out runs (temporary files removed), as for Ctrl-C.
+    A BaseException, like KeyboardInterrupt: no ``except Exception`` takes it."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -217,7 +228,10 @@ def _default_stacks_output(path: str) -> str:
 
 
 def _output_file(output: str) -> str:
-    """``-o``'s value (``-``: standard output), refused up front when it cannot name a file to write."""
+    """``-o``'s value (``-``: standard output, written through the descriptor
+    as it is: appended to with ``>>``), refused up front when it cannot name
+    a file to write: FileNotFoundError when its directory does not exist (no
+    command creates one, as the library's writers do not)."""
     if output == "-":
         return "/dev/stdout"
     if not output:
@@ -225,7 +239,19 @@ def _output_file(output: str) -> str:
     if os.path.isdir(output):
         example = os.path.join(output, "trace.json")
         raise _UsageError(f"-o/--output {output!r} is a directory; give a file path, e.g. {example!r}")
+    check_directory(output)
     return output
+
+
+def _refuse_own_input(path: str, output: str) -> None:
+    """Refuses an output that is the input file itself (by file, not name):
+    the input would be replaced by what is made from it."""
+    try:
+        same = os.path.samefile(path, output)
+    except (OSError, ValueError):  # no output yet (or no input: loading says so)
+        return
+    if same:
+        raise _UsageError(f"the output {output!r} is also the input; write it elsewhere (-o OTHER)")
 
 
 def _say_written(output: str, text: str) -> None:
@@ -250,6 +276,7 @@ def _export(args: argparse.Namespace) -> None:
     to_pktrace = without_gzip_suffix(output).endswith(PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
     if to_pktrace and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
+    _refuse_own_input(args.file, output)
     result = load_profiler_result(args.file)
     if to_pktrace:
         result.save(output, format="pb")
@@ -265,13 +292,22 @@ def _stacks(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
     output = _default_stacks_output(args.file) if args.output is None else _output_file(args.output)
+    _refuse_own_input(args.file, output)
     result = load_profiler_result(args.file)
-    result.export_stacks(output, metric=args.metric)
+    if is_gzip_name(output):  # compressed, as every output named .gz
+        write_gzipped(output, lambda plain: result.export_stacks(plain, metric=args.metric))
+    else:
+        result.export_stacks(output, metric=args.metric)
     if args.output == "-":  # piped on: flamegraph.pl reads its standard input
         command = "... | flamegraph.pl --countname us. > flame.svg"
     else:
-        stem = output[: -len(STACKS_SUFFIX)] if output.endswith(STACKS_SUFFIX) else output
-        command = f"flamegraph.pl --countname us. {shlex.quote(output)} > {shlex.quote(stem + '.svg')}"
+        plain = without_gzip_suffix(output)
+        stem = plain[: -len(STACKS_SUFFIX)] if plain.endswith(STACKS_SUFFIX) else plain
+        svg = shlex.quote(stem + ".svg")
+        if output.endswith(GZIP_SUFFIX):
+            command = f"gzip -dc {shlex.quote(output)} | flamegraph.pl --countname us. > {svg}"
+        else:
+            command = f"flamegraph.pl --countname us. {shlex.quote(output)} > {svg}"
     _say_written(
         output,
         f"wrote {output} ({args.metric} in microseconds); view it with `{command}` "
@@ -388,11 +424,48 @@ def _one_line(error: BaseException) -> str:
         # The engine's message names the file and the cause: "[Errno 13] " and the file again add nothing.
         if error.filename is None or os.fsdecode(error.filename) in error.strerror:
             text = error.strerror
-    return " ".join(text.split())
+    text = " ".join(text.split())
+    # The line begins "profkit: error: " already; a message of the library's
+    # that carries its own prefix would say it twice.
+    return text[len("profkit: ") :] if text.startswith("profkit: ") else text
+
+
+def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise _Terminated()
+
+
+def _on_sigterm_exit() -> Any:
+    """Makes SIGTERM end the command as Ctrl-C does (see _Terminated);
+    returns the handler to put back, or None where none was installed (not
+    the main thread). Only the command line does this: the library leaves
+    its host's signals alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_IGN:  # `nohup`-style callers asked for it to be ignored
+        return None
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    return signal.SIG_DFL if previous is None else previous
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
+    previous = _on_sigterm_exit()
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("profkit: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except _Terminated:
+        print("profkit: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     parser = _build_parser()
     arguments: List[str] = list(sys.argv[1:] if argv is None else argv)
     try:

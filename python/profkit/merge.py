@@ -50,7 +50,7 @@ from . import _C
 from ._gzip_files import is_gzip_name, without_gzip_suffix, write_gzipped
 from ._merge_sources import FOOTER, HEADER, MergeError, Source, display_text, normalize_inputs, parse_merge_inputs
 from ._merge_writing import LineRewriter, Writer, write_chrome, write_pktrace
-from ._output_files import OutputFile, output_file, written
+from ._output_files import OutputFile, check_directory, output_file, written
 from ._warnings import ProfilerWarning
 from .export_callbacks import PKTRACE_SUFFIX
 
@@ -217,10 +217,11 @@ def merge_traces(
             maybe gzip-compressed (read through a temporary decompressed
             copy, removed when the merge ends).
         output: the ``.trace.json`` to write (temp file + rename; a link
-            is kept and the file it names replaced, a FIFO or device such
-            as ``/dev/stdout`` written in place); a name ending in ``.gz``
-            is written gzip-compressed; a ``.pktrace`` name is refused (the
-            output is Chrome JSON).
+            is kept and the file it names replaced, a FIFO or device
+            written in place, ``/dev/stdout`` through the open descriptor);
+            a name ending in ``.gz`` is written gzip-compressed; a
+            ``.pktrace`` name is refused (the output is Chrome JSON). Its
+            directory must exist.
         strict: raise MergeError on mismatched inputs (same rank twice,
             world sizes that disagree, one window given twice); False turns
             these into warnings.
@@ -234,7 +235,9 @@ def merge_traces(
         MergeError: an input is missing, unreadable, damaged, not written
             by profkit, already merged, or (strict) mismatched; the message
             names the file (and the line of a damaged Chrome input). Or the
-            output is named ``.pktrace``.
+            output is named ``.pktrace``, or is one of the inputs.
+        OSError: the output cannot be written (FileNotFoundError: its
+            directory does not exist); the message names the output.
     """
     pairs = normalize_inputs(inputs)
     if not pairs:
@@ -259,7 +262,7 @@ def merge_traces(
             write_gzipped(output, write_plain)
             merged = written_inputs
         else:
-            merged = _write_merged(target, sources, base_wall_ns, include_flows, problems)
+            merged = _write_merged(target, sources, base_wall_ns, include_flows, problems, shown=output)
     finally:
         _close(sources)
     return MergeReport(output=output, base_wall_ns=base_wall_ns, inputs=merged, warnings=problems)
@@ -278,13 +281,15 @@ def _output_target(output: str) -> OutputFile:
             "name it .trace.json (or .json)"
         )
     try:
-        return output_file(output)
+        target = output_file(output)
     except IsADirectoryError:
         # Otherwise the rename into place fails naming our temporary file, after every input was read.
         raise MergeError(
             f"merge: the output {output!r} is a directory; name the merged file, e.g. "
             f"{os.path.join(output, 'merged.trace.json')!r}"
         ) from None
+    check_directory(output)  # FileNotFoundError: its directory is not created (as save's and export's)
+    return target
 
 
 def _open_sources(pairs: List[Tuple[Optional[str], str]], output: str) -> List[Source]:
@@ -309,23 +314,38 @@ def _close(sources: List[Source]) -> None:
 
 
 def _write_merged(
-    target: OutputFile, sources: List[Source], base_wall_ns: int, include_flows: bool, problems: List[str]
+    target: OutputFile,
+    sources: List[Source],
+    base_wall_ns: int,
+    include_flows: bool,
+    problems: List[str],
+    shown: Optional[str] = None,
 ) -> List[MergedInput]:
     """Writes the merged file (temp file + rename): every input's events in
-    turn, then the metadata. Returns what each input contributed."""
-    if not target.in_place:
-        os.makedirs(target.directory, exist_ok=True)
-    # Decoded .pktrace inputs, next to the output where there is room for it
-    # (not /dev's for /dev/stdout).
-    scratch = tempfile.mkdtemp(dir=None if target.in_place else target.directory, prefix=".merge-")
+    turn, then the metadata. Returns what each input contributed.
+
+    With ``shown`` (the output as given), an OSError says "cannot write
+    SHOWN: why", of the same OSError subclass: the scratch directory and
+    the temporary are ours, not the user's to look for. Without it (a plain
+    file compressed afterwards) the caller names the file."""
     try:
-        with written(target) as out:
-            out.write(HEADER)
-            merged = _write_inputs(Writer(out), sources, scratch, base_wall_ns, include_flows)
-            out.write(FOOTER)
-            out.write(_metadata(base_wall_ns, merged, problems))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        # Decoded .pktrace inputs, next to the output where there is room for it
+        # (not /dev's for /dev/stdout).
+        scratch = tempfile.mkdtemp(dir=None if target.in_place else target.directory, prefix=".merge-")
+        try:
+            with written(target) as out:
+                out.write(HEADER)
+                merged = _write_inputs(Writer(out), sources, scratch, base_wall_ns, include_flows)
+                out.write(FOOTER)
+                out.write(_metadata(base_wall_ns, merged, problems))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    except OSError as e:
+        if shown is None:
+            raise
+        why = os.strerror(e.errno) if e.errno else str(e)
+        message = f"cannot write {shown!r}: {why}"
+        raise (OSError(e.errno, message) if e.errno else type(e)(message)) from e  # OSError(errno, ...): its subclass
     return merged
 
 

@@ -1,8 +1,9 @@
 // AtomicFileWriter: the final path appears only complete, and the temporary
 // it writes first never gets in the way of the files around it. What is
 // already at the path survives as what it was: a symbolic link stays a link
-// (its target is replaced), a FIFO or device is written in place, and a
-// directory is refused before anything is written.
+// (its target is replaced), a FIFO or device is written in place, a name of
+// an open descriptor (/dev/stdout) is written through it, and a directory is
+// refused before anything is written.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -272,6 +273,51 @@ TEST(AtomicFile, ACharacterDeviceLikeDevNullStaysADevice) {
   EXPECT_EQ(after.st_ino, before.st_ino);
   if (device != "/dev/null") {
     EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"null"});
+  }
+}
+
+// `profkit export x.pktrace -o /dev/stdout >> log.txt`: /dev/stdout leads
+// (through /proc/self/fd/1) to the regular file log.txt, which a rename would
+// replace, losing the log's text. A name of one of our descriptors is written
+// through it instead: appended after what the file held, the file kept.
+TEST(AtomicFile, ANameOfAnOpenDescriptorAppendsThroughIt) {
+  TempDir dir;
+  const std::string log = dir.file("log.txt");
+  profkit_test::write_file(log, "KEEP\n");
+  struct stat before;
+  ASSERT_EQ(stat(log.c_str(), &before), 0);
+  const int fd = open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string number = std::to_string(fd);
+  const std::string pid = std::to_string(getpid());
+  for (const std::string& path : {"/dev/fd/" + number, "/proc/self/fd/" + number, "/proc/" + pid + "/fd/" + number}) {
+    AtomicFileWriter out(path);
+    out.write(std::string(6 << 20, 'x'));  // past the buffer: written as it goes
+    out.write(path + "\n");
+    out.commit();
+  }
+  ASSERT_EQ(close(fd), 0);  // the writers closed only their duplicates
+  const std::string text = read_file(log);
+  const std::string block(6 << 20, 'x');
+  EXPECT_EQ(text, "KEEP\n" + block + "/dev/fd/" + number + "\n" + block + "/proc/self/fd/" + number + "\n" + block +
+                      "/proc/" + pid + "/fd/" + number + "\n");
+  struct stat after;
+  ASSERT_EQ(stat(log.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // the same file, not a new one renamed over it
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"log.txt"});
+}
+
+TEST(AtomicFile, ANameOfADescriptorNotOpenIsAnError) {
+  const int fd = dup(STDERR_FILENO);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(close(fd), 0);  // a number that is surely free now
+  const std::string path = "/dev/fd/" + std::to_string(fd);
+  try {
+    AtomicFileWriter out(path);
+    ADD_FAILURE() << "no error for " << path;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.os_errno(), EBADF) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot write '" + path + "'"), std::string::npos) << e.what();
   }
 }
 
