@@ -31,7 +31,7 @@ from types import FrameType
 from typing import Any, List, NoReturn, Optional, Sequence
 
 from ._enums import SortedKeys, SummaryView
-from ._gzip_files import GZIP_SUFFIX, is_gzip_name, without_gzip_suffix, write_gzipped
+from ._gzip_files import GZIP_SUFFIX, without_gzip_suffix
 from ._output_files import check_directory
 from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
@@ -294,10 +294,7 @@ def _stacks(args: argparse.Namespace) -> None:
     output = _default_stacks_output(args.file) if args.output is None else _output_file(args.output)
     _refuse_own_input(args.file, output)
     result = load_profiler_result(args.file)
-    if is_gzip_name(output):  # compressed, as every output named .gz
-        write_gzipped(output, lambda plain: result.export_stacks(plain, metric=args.metric))
-    else:
-        result.export_stacks(output, metric=args.metric)
+    result.export_stacks(output, metric=args.metric)  # compressed when named .gz, as every output
     if args.output == "-":  # piped on: flamegraph.pl reads its standard input
         command = "... | flamegraph.pl --countname us. > flame.svg"
     else:

@@ -498,7 +498,9 @@ class ProfilerResult:
         ``"self_cuda_time_total"`` / ``"self_device_time_total"`` (GPU work,
         under the stack of the call that launched it). Stacks under 0.5 µs
         are left out; every ``ProfileStep#<n>`` is the frame ``ProfileStep``.
-        The file is written through a temporary renamed into place.
+        The file is written through a temporary renamed into place; a name
+        ending in ``.gz`` writes it gzip-compressed
+        (``gzip -dc FILE.gz | flamegraph.pl``).
 
         Raises:
             ValueError: ``metric`` is not one of those names.
@@ -508,7 +510,14 @@ class ProfilerResult:
         if code is None:
             valid = ", ".join(repr(m) for m in STACKS_METRICS)
             raise ValueError(f"export_stacks: metric must be one of {valid}, got {metric!r}")
-        self._result.export_stacks(os.fsencode(path), code)  # bytes: see save()
+
+        def write(target: bytes) -> None:
+            self._result.export_stacks(target, code)
+
+        if _gzip_files.is_gzip_name(path):
+            _gzip_files.write_gzipped(path, write)
+        else:
+            write(os.fsencode(path))  # bytes: see save()
 
     @_summary.with_options_doc
     def summary(

@@ -3,6 +3,7 @@ of a real run against self times computed here from ``result.events``, the
 metric names, paths, errors, and ``profkit stacks``."""
 
 import collections
+import gzip
 import os
 import pathlib
 import re
@@ -143,6 +144,16 @@ def test_pathlib_and_str_paths_give_the_same_file(tmp_path):
     result.export_stacks(tmp_path / "a.stacks")
     result.export_stacks(str(tmp_path / "b.stacks"), CPU)
     assert (tmp_path / "a.stacks").read_bytes() == (tmp_path / "b.stacks").read_bytes() != b""
+
+
+def test_a_gz_name_is_written_compressed_as_every_output(tmp_path):
+    # The library wrote plain text under the .gz name (only the CLI compressed).
+    result = record(steps=1).profiler_result
+    result.export_stacks(tmp_path / "a.stacks")
+    result.export_stacks(tmp_path / "a.stacks.gz")
+    packed = (tmp_path / "a.stacks.gz").read_bytes()
+    assert packed[:2] == b"\x1f\x8b" and gzip.decompress(packed) == (tmp_path / "a.stacks").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["a.stacks", "a.stacks.gz"]  # no temporary left
 
 
 def test_a_missing_directory_is_file_not_found_and_leaves_nothing(tmp_path):
