@@ -77,6 +77,19 @@ PK_NOINLINE void arg_recording(uint32_t window, pk_name_id key, RecordKind kind,
   if (tb != nullptr) tb->arg(window, key, kind, value);
 }
 
+// pk_event_arg_str interns its value only for an open event: the header
+// ignores an argument when none is open, and that is also the case on a
+// thread whose exit handlers have run (its buffer is gone), where interning
+// first read the freed name cache. A thread with no buffer has no open
+// event, so none is made for it.
+PK_NOINLINE void arg_str_recording(uint32_t window, pk_name_id key, const char* value) noexcept {
+  ThreadBuffer* tb = profkit::t_thread_buffer;
+  uint64_t start = 0;
+  uint8_t index = 0;
+  if (tb == nullptr || !tb->innermost_open(window, &start, &index)) return;
+  tb->arg(window, key, RecordKind::kArgStr, profkit::intern_cached(value));
+}
+
 PK_NOINLINE void memory_recording(uint32_t window, int32_t device, uint64_t address, int64_t bytes,
                                   uint64_t total_allocated, uint64_t total_reserved) noexcept {
   (void)window;
@@ -155,7 +168,7 @@ PK_API void pk_event_arg_int(pk_name_id key, int64_t value) noexcept {
 PK_API void pk_event_arg_str(pk_name_id key, const char* utf8_value) noexcept {
   const uint32_t window = profkit::recording_window();
   if (PK_LIKELY(window == 0)) return;
-  arg_recording(window, key, RecordKind::kArgStr, profkit::intern_cached(utf8_value));
+  arg_str_recording(window, key, utf8_value);
 }
 
 PK_API uint64_t pk_now_ns(void) noexcept { return profkit::monotonic_ns(); }

@@ -66,6 +66,52 @@ uint64_t placement_shift_ns(const Result& r, const ChromeOptions& options) {
   return static_cast<uint64_t>(own_base_wall) - static_cast<uint64_t>(options.time_base_wall_ns);
 }
 
+// The latest time the file holds, and what holds it (for the error).
+struct LatestTime {
+  uint64_t ns = 0;
+  std::string what;
+};
+
+LatestTime latest_time_ns(const Result& r) {
+  LatestTime latest{r.info.end_ns, "the recording window's end"};
+  auto consider = [&](uint64_t ns, const char* kind, size_t index) {
+    if (ns > latest.ns) latest = {ns, std::string(kind) + " " + std::to_string(index)};
+  };
+  for (size_t i = 0; i < r.host_events.size(); ++i) {
+    consider(std::max(r.host_events[i].start_ns, r.host_events[i].end_ns), "host event", i);
+  }
+  for (size_t i = 0; i < r.device_events.size(); ++i) {
+    consider(std::max(r.device_events[i].start_ns, r.device_events[i].end_ns), "device event", i);
+  }
+  for (size_t i = 0; i < r.memory_events.size(); ++i) consider(r.memory_events[i].time_ns, "memory event", i);
+  return latest;
+}
+
+// pk_result_load reads a time back as base_ns plus its "ts" (and "dur"), and
+// refuses one past INT64_MAX ns on either count: past the engine clock's
+// range, or further than that from ts 0. The export refuses those results
+// and bases instead of writing a file load then refuses (before 1.24 it
+// wrote one): an event timed at UINT64_MAX ns (pk_complete_event with a
+// time not from pk_now_ns), or a time base over 292 years before the trace.
+void check_times_fit(const Result& r, uint64_t shift_ns, const ChromeOptions& options) {
+  constexpr uint64_t kLatest = static_cast<uint64_t>(INT64_MAX);
+  const LatestTime latest = latest_time_ns(r);
+  if (latest.ns > kLatest) {
+    throw Error(PK_ERR_TOO_LARGE, "chrome export: " + latest.what + " reaches " + std::to_string(latest.ns) +
+                                      " ns, past the " + std::to_string(kLatest) +
+                                      " ns of the engine clock that a Chrome trace holds (its times were not "
+                                      "taken from pk_now_ns / pk_now_ticks?); pk_result_save keeps it");
+  }
+  const uint64_t span = latest.ns - std::min(latest.ns, first_time_ns(r));
+  if (shift_ns > kLatest - span) {
+    throw Error(PK_ERR_INVALID_ARGUMENT,
+                "chrome export: the time base (wall clock " + std::to_string(options.time_base_wall_ns) + " ns) is " +
+                    std::to_string(shift_ns) + " ns before the trace's start, which ends " + std::to_string(span) +
+                    " ns later: a Chrome trace holds times up to " + std::to_string(kLatest) +
+                    " ns after its base; pick a base closer to the trace");
+  }
+}
+
 class ChromeTraceWriter {
  public:
   ChromeTraceWriter(const Result& r, const ChromeOptions& options, uint64_t shift_ns, AtomicFileWriter& out)
@@ -732,6 +778,7 @@ class ChromeTraceWriter {
 
 void export_chrome_trace(const Result& result, const std::string& path, const ChromeOptions& options) {
   const uint64_t shift_ns = placement_shift_ns(result, options);  // before any file is made
+  check_times_fit(result, shift_ns, options);
   AtomicFileWriter out(path);
   ChromeTraceWriter(result, options, shift_ns, out).write();
   out.commit();

@@ -1,10 +1,17 @@
 #include "recorder/name_table.h"
 
+#include <cxxabi.h>
+
 #include <cstring>
-#include <memory>
 #include <new>
 
+#include "common/compiler.h"
 #include "common/error.h"
+
+// The handle of the shared object this code is in (crtbegin.o defines it),
+// which thread-exit handlers are registered with, as the compiler's own
+// thread_local destructors are (and as error.cpp's are).
+extern "C" __attribute__((visibility("hidden"))) void* __dso_handle;
 
 namespace profkit {
 
@@ -66,8 +73,42 @@ struct CacheSlot {
   uint32_t id;
 };
 constexpr size_t kCacheSlots = 512;
-// On the heap, so the library's TLS block stays a few words (see compiler.h).
-thread_local std::unique_ptr<CacheSlot[]> t_cache;
+
+// The cache is on the heap, so the library's TLS block stays a few words
+// (see compiler.h), behind a trivially destructible pointer, and freed by a
+// thread-exit handler registered when it is made. It was a thread_local
+// std::unique_ptr, destroyed with the thread's other thread_locals, yet
+// called afterwards: by an atexit handler or static destructor on the main
+// thread while still recording (exit() destroys its thread_locals first), or
+// by another thread_local's destructor on any thread. The compiler may drop
+// the store of nullptr in a destructor (the object's life is over; GCC at
+// -O2 does), so those calls read and wrote the freed array. Once the handler has run, the thread interns
+// through the table's lock instead, as pk_intern does: a thread's last few
+// records need no cache, and a new one would have no handler to free it.
+enum class CacheState : uint8_t { kNone, kLive, kGone };
+PK_TLS_FAST CacheSlot* t_cache = nullptr;
+PK_TLS_FAST CacheState t_cache_state = CacheState::kNone;
+
+void free_cache(void* cache) noexcept {
+  t_cache = nullptr;
+  t_cache_state = CacheState::kGone;
+  delete[] static_cast<CacheSlot*>(cache);
+}
+
+// This thread's cache, made on first use; nullptr once it is gone (the
+// thread is exiting) or if memory ran out.
+CacheSlot* thread_cache() noexcept {
+  if (PK_LIKELY(t_cache != nullptr) || t_cache_state == CacheState::kGone) return t_cache;
+  auto* cache = new (std::nothrow) CacheSlot[kCacheSlots]();
+  if (cache == nullptr) return nullptr;
+  if (__cxxabiv1::__cxa_thread_atexit(free_cache, cache, &__dso_handle) != 0) {
+    delete[] cache;
+    return nullptr;
+  }
+  t_cache = cache;
+  t_cache_state = CacheState::kLive;
+  return cache;
+}
 
 }  // namespace
 
@@ -75,16 +116,15 @@ uint32_t intern_cached(const char* name) noexcept {
   if (name == nullptr || *name == '\0') return 0;
   size_t length = 0;
   const uint64_t h = hash_name(name, &length);
-  if (!t_cache) {
-    t_cache.reset(new (std::nothrow) CacheSlot[kCacheSlots]());
-    if (!t_cache) return 0;
+  CacheSlot* cache = thread_cache();
+  CacheSlot* slot = cache != nullptr ? &cache[h % kCacheSlots] : nullptr;
+  if (slot != nullptr && slot->text != nullptr && slot->hash == h && std::strcmp(slot->text, name) == 0) {
+    return slot->id;
   }
-  CacheSlot& slot = t_cache[h % kCacheSlots];
-  if (slot.text != nullptr && slot.hash == h && std::strcmp(slot.text, name) == 0) return slot.id;
   try {
     NameTable& table = NameTable::instance();
     const uint32_t id = table.intern(std::string_view(name, length));
-    slot = {h, table.lookup(id), id};
+    if (slot != nullptr) *slot = {h, table.lookup(id), id};
     return id;
   } catch (const std::exception& e) {
     set_last_error(e.what());

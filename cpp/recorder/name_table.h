@@ -48,7 +48,12 @@ class NameTable {
   std::atomic<uint32_t> count_{0};
 };
 
-// pk_begin_event_str's per-thread cache: name text -> id without the lock.
+// NameTable::instance().intern through a per-thread cache (name text -> id
+// without the lock), for pk_begin_event_str and pk_event_arg_str. Callable at
+// any point of a thread's life: once the thread's exit handlers have freed
+// its cache (a thread_local destructor or atexit handler that records), it
+// interns through the lock. 0 (and pk_last_error) when the table is full or
+// memory ran out.
 uint32_t intern_cached(const char* name) noexcept;
 
 }  // namespace profkit

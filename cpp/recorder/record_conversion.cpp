@@ -126,6 +126,25 @@ void report_thread_counters(ThreadBuffer& tb, ResultInfo& totals) {
   tb.reported_overflowed = overflowed;
 }
 
+// The thread's events still open at this collect: in the window that goes
+// on, counted by every collect while they stay open; in a window that has
+// closed, counted once, by the first collect since (the one that takes its
+// end) -- however many windows passed before it, and whether the thread
+// went on to record in a later one (it carries them then) or not. A thread
+// that exited with events open counts too (its buffer goes away after this
+// drain): whether the exit was seen before this collect is a race with the
+// thread's TLS destructors.
+uint64_t unfinished_events(ThreadBuffer& tb, const ThreadCollect& how) {
+  uint64_t unfinished = tb.take_carried_unfinished();
+  // The window before the depth, and the depth before the claim (see
+  // ThreadBuffer::start_window).
+  const uint32_t window = tb.window();
+  const uint32_t open = std::min<uint32_t>(tb.open_depth(), ThreadBuffer::kMaxDepth);
+  if (window == 0 || open == 0) return unfinished;
+  if (how.recording && window == how.last_window) return unfinished + open;  // they may still end
+  return tb.claim_window_end(window) ? unfinished + open : unfinished;
+}
+
 }  // namespace
 
 bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBuilder& builder, NameMap& names,
@@ -149,12 +168,7 @@ bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBu
   if (!how.recording || finished) tb.open_event_args.abandon();
   ResultInfo& totals = builder.info();
   report_thread_counters(tb, totals);
-  // A thread that exited with events open counts too (its buffer goes
-  // away after this drain, so it is counted once): whether the exit was
-  // seen before this collect is a race with the thread's TLS destructors.
-  if (how.window_uncollected && tb.window() == how.last_window) {
-    totals.unfinished_events += std::min<uint32_t>(tb.open_depth(), ThreadBuffer::kMaxDepth);
-  }
+  totals.unfinished_events += unfinished_events(tb, how);
   return finished;
 }
 

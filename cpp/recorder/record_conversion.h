@@ -62,10 +62,9 @@ void add_step_event(ResultBuilder& builder, NameMap& names, const TickConverter&
 
 // How a collect treats the thread buffers it drains.
 struct ThreadCollect {
-  bool recording = false;           // the recording window goes on after this collect
-  bool keep_spares = false;         // keep the buffers' spare chunks (profiling goes on)
-  bool window_uncollected = false;  // the last window's open events are still to be counted
-  uint32_t last_window = 0;         // the recorder's latest recording window
+  bool recording = false;    // the recording window goes on after this collect
+  bool keep_spares = false;  // keep the buffers' spare chunks (profiling goes on)
+  uint32_t last_window = 0;  // the recorder's latest recording window
 };
 
 // Drains `tb` into `builder` and adds its counters (dropped, unmatched,

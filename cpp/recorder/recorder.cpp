@@ -147,6 +147,7 @@ void Recorder::step_begin(uint64_t number) {
   step_number_ = number;
   step_start_ticks_ = now;
   step_window_ = recording_window_acquire();
+  step_end_reported_ = false;
 }
 
 void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
@@ -191,6 +192,7 @@ void Recorder::step(uint64_t num_samples) {
   step_open_ = true;
   step_start_ticks_ = now;
   step_window_ = recording_window_acquire();
+  step_end_reported_ = false;
 }
 
 uint64_t Recorder::current_step() const {
@@ -237,16 +239,15 @@ std::unique_ptr<Result> Recorder::collect() {
   ThreadCollect how;
   how.recording = bounds.recording;
   how.keep_spares = bounds.recording || state() == PK_STATE_READY;
-  // What is still open (events, the step) is reported with the window it
-  // began in, until that window's end has been collected; later collects of
-  // a closed engine would otherwise report the same open events again.
-  how.window_uncollected = bounds.recording || span_end_ticks_ != 0;
+  // What is still open (events, the step) is reported by every collect
+  // while its window goes on, then by the collect that takes the window's
+  // end, and not again (see unfinished_events in record_conversion.cpp).
   how.last_window = last_window_;
   NameMap names(builder);
   ThreadRegistry::instance().drain_each(
       [&](ThreadBuffer& tb) { return collect_thread_records(tb, how, builder, names, clock); });
   add_capped_steps(builder, names, clock);
-  if (open_step_unfinished(how.window_uncollected)) ++builder.info().unfinished_events;
+  if (open_step_unfinished(bounds.recording)) ++builder.info().unfinished_events;
   if (!how.keep_spares) ChunkPool::trim();  // profiling is over: give the memory back
   if (source_ != nullptr) source_->contribute(builder);
   for (const auto& kv : metadata_) builder.add_metadata(kv.first, kv.second);
@@ -299,9 +300,14 @@ void Recorder::add_capped_steps(ResultBuilder& builder, NameMap& names, const Ti
 // The step in progress is not in this result either (a step record is
 // written when it ends), so it counts as unfinished like an open event:
 // otherwise a window cut off mid-step shows no sign that its last step is
-// missing. A step begun before the window is not one of its steps.
-bool Recorder::open_step_unfinished(bool window_uncollected) const noexcept {
-  return step_open_ && step_window_ != 0 && step_window_ == last_window_ && window_uncollected;
+// missing. A step begun before the window is not one of its steps. Like an
+// open event, it counts at every collect while its window goes on, then at
+// the first collect after the window closed, however many windows passed
+// before that collect, and not again.
+bool Recorder::open_step_unfinished(bool recording) noexcept {
+  if (!step_open_ || step_window_ == 0 || step_end_reported_) return false;
+  if (!recording || step_window_ != last_window_) step_end_reported_ = true;
+  return true;
 }
 
 // The next span starts now if recording goes on, else at the next start.

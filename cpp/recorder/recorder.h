@@ -87,7 +87,9 @@ class Recorder {
   // Takes the next span index and the unmatched ends counted since the last collect.
   ResultInfo result_info(const CollectBounds& bounds, const TickConverter& clock);
   void add_capped_steps(ResultBuilder& builder, NameMap& names, const TickConverter& clock);
-  bool open_step_unfinished(bool window_uncollected) const noexcept;
+  // Whether this collect reports the open step as unfinished; `recording`:
+  // the window goes on after it.
+  bool open_step_unfinished(bool recording) noexcept;
   void start_next_span(const CollectBounds& bounds, uint64_t end_ns);
 
   mutable std::mutex mutex_;
@@ -112,6 +114,7 @@ class Recorder {
   uint64_t step_number_ = 0;
   uint64_t step_start_ticks_ = 0;
   uint32_t step_window_ = 0;
+  bool step_end_reported_ = false;  // the open step's window has closed and a collect reported it
 
   // Steps that ended when their thread's buffer could get no memory (the
   // cap): kept here instead, so that a capped window still has its

@@ -70,12 +70,28 @@ ThreadBuffer::~ThreadBuffer() {
 }
 
 void ThreadBuffer::start_window(uint32_t window) noexcept {
-  // Events left open in an earlier window were reported as unfinished when
-  // that window was collected; forget them.
+  // Events left open in the earlier window are forgotten here. The collect
+  // that takes that window's end reports them as unfinished; when none has
+  // yet (two windows passed before one collect), they are carried to the
+  // next. The depth is read before the claim: once the collector has
+  // claimed them, it has read it.
+  const uint32_t left_open = std::min(depth(), kMaxDepth);
+  if (left_open > 0 && w_.window != 0 && claim_window_end(w_.window)) {
+    carried_unfinished_.fetch_add(left_open, std::memory_order_relaxed);
+  }
   w_.window = window;
   w_.inline_window = PK_INLINE_WRITER && ticks_inline_ok() ? window : 0;
   window_snapshot_.store(window, std::memory_order_relaxed);
   set_depth(0);
+}
+
+bool ThreadBuffer::claim_window_end(uint32_t window) noexcept {
+  uint32_t claimed = claimed_window_end_.load(std::memory_order_acquire);
+  do {
+    if (claimed == window) return false;
+  } while (!claimed_window_end_.compare_exchange_weak(claimed, window, std::memory_order_acq_rel,
+                                                      std::memory_order_acquire));
+  return true;
 }
 
 Chunk* ThreadBuffer::take_spare() noexcept {
@@ -184,6 +200,7 @@ void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noex
   __atomic_store_n(&w_.recorded, 0, __ATOMIC_RELAXED);
   for (OwnerCounter* counter : {&dropped_events, &unmatched_ends, &overflowed_events}) counter->reset();
   collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
+  carried_unfinished_.store(0, std::memory_order_relaxed);
   open_event_args.forget();
   tid_ = tid;
 }

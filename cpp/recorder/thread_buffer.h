@@ -216,6 +216,16 @@ class alignas(64) ThreadBuffer {
   // Complete host records written (a group counts once).
   uint64_t recorded_events() const noexcept { return __atomic_load_n(&w_.recorded, __ATOMIC_RELAXED); }
   uint32_t window() const noexcept { return window_snapshot_.load(std::memory_order_relaxed); }
+  // The events open at the end of `window` (a closed one) are to be
+  // reported as unfinished once, by the collect that takes the window's
+  // end. The owner, moving on to a new window (start_window), and the
+  // collector race to claim them: true for the one that does, which reports
+  // them (the owner carries them to the next collect: see
+  // take_carried_unfinished). Cold: once per window, on either side.
+  bool claim_window_end(uint32_t window) noexcept;
+  // Events the owner left open in windows it moved on from, claimed and
+  // not yet reported (collector).
+  uint64_t take_carried_unfinished() noexcept { return carried_unfinished_.exchange(0, std::memory_order_relaxed); }
   // Calls visit(records, n) for every record not yet collected, oldest first,
   // then recycles the chunks the owner has finished with: when `keep_spares`
   // up to kKeptSpares stay as this thread's spares and the rest go to the
@@ -273,6 +283,8 @@ class alignas(64) ThreadBuffer {
 
   // shared with the collector
   std::atomic<uint32_t> window_snapshot_{0};
+  std::atomic<uint32_t> claimed_window_end_{0};  // the last window claim_window_end gave
+  std::atomic<uint64_t> carried_unfinished_{0};
   std::atomic<Chunk*> current_{nullptr};
   ChunkStack completed_;
   ChunkStack spares_;

@@ -29,29 +29,51 @@ uint64_t Result::parent_of(uint64_t event) const noexcept {
   return parents_[event];
 }
 
+namespace {
+
+// A stored depth stops at 255 (it is a byte): an event nested deeper, and an
+// instant below the 255th open event, has the same depth as the event that
+// encloses it. Among events at that depth, one that lies within another
+// (sorted by start, enclosing first: it ends no later) is its child. Taking
+// "the nearest earlier event with a smaller depth" alone skipped the
+// saturated level and gave the parent's parent.
+constexpr uint8_t kSaturatedDepth = 255;
+
+bool encloses_at_saturated_depth(const pk_host_event& outer, const pk_host_event& inner) noexcept {
+  return outer.depth == kSaturatedDepth && inner.depth == kSaturatedDepth && outer.end_ns >= inner.end_ns;
+}
+
+}  // namespace
+
 uint64_t Result::scan_for_parent(uint64_t event) const noexcept {
   const ThreadRecord& t = threads[thread_of(event)];
-  const uint8_t depth = host_events[event].depth;
-  if (depth == 0) return PK_NO_EVENT;
+  const pk_host_event& e = host_events[event];
+  if (e.depth == 0) return PK_NO_EVENT;
   // Sorted by start with enclosing events first: the parent is the nearest
-  // earlier event one level up.
+  // earlier event one level up (or, at the saturated depth, one that
+  // encloses it: the nearest is the innermost).
   for (uint64_t i = event; i-- > t.first_event;) {
-    if (host_events[i].depth < depth) return i;
+    if (host_events[i].depth < e.depth || encloses_at_saturated_depth(host_events[i], e)) return i;
   }
   return PK_NO_EVENT;
 }
 
 std::vector<uint64_t> Result::all_parents() const {
   std::vector<uint64_t> parents(host_events.size(), PK_NO_EVENT);
-  // The nearest earlier event with a smaller depth, as scan_for_parent finds
-  // it, also when depths skip a level (a damaged or hand-made file): `open`
-  // holds the events that can still be a parent, depths strictly rising.
+  // The nearest earlier event with a smaller depth (or, at the saturated
+  // depth, enclosing it), as scan_for_parent finds it, also when depths skip
+  // a level (a damaged or hand-made file): `open` holds the events that can
+  // still be a parent, depths rising (strictly, but for a chain of events at
+  // the saturated depth, each within the one before).
   std::vector<uint64_t> open;
   for (const ThreadRecord& t : threads) {
     open.clear();
     for (uint64_t i = t.first_event; i < t.first_event + t.event_count && i < host_events.size(); ++i) {
-      const uint8_t d = host_events[i].depth;
-      while (!open.empty() && host_events[open.back()].depth >= d) open.pop_back();
+      const pk_host_event& e = host_events[i];
+      while (!open.empty() && host_events[open.back()].depth >= e.depth &&
+             !encloses_at_saturated_depth(host_events[open.back()], e)) {
+        open.pop_back();
+      }
       if (!open.empty()) parents[i] = open.back();
       open.push_back(i);
     }

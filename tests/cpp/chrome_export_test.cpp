@@ -277,6 +277,81 @@ TEST(ChromeExport, ABaseAfterAFirstEventBeforeTheWindowIsRefusedNamingThatEvent)
   }
 }
 
+// pk_result_load reads every time back as base_ns plus "ts" (and "dur"),
+// neither past INT64_MAX ns. The export wrote files outside that (and
+// returned PK_OK), which load then refused; it refuses them itself now,
+// before making any file.
+TEST(ChromeExport, ABaseTooEarlyForTheTracesTimesIsRefusedAndTheEarliestThatFitsLoadsBack) {
+  ResultInfo info;
+  info.start_ns = 1000;
+  info.end_ns = 9000;
+  info.clock_offset_ns = 500;
+  ResultBuilder b(info);
+  b.add_string("");
+  b.add_event(b.thread(1), {5000, 6000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
+  auto r = b.finish();
+  TempDir dir;
+  ChromeOptions o;
+  o.use_time_base = true;
+  // The trace starts at wall clock 1500 and its last time is 8000 ns later.
+  const int64_t earliest = 1500 - (INT64_MAX - 8000);
+  for (const int64_t base : {INT64_MIN, earliest - 1}) {
+    o.time_base_wall_ns = base;
+    try {
+      export_chrome_trace(*r, dir.file("early.json"), o);
+      ADD_FAILURE() << "base " << base << " must be refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), PK_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find("(wall clock " + std::to_string(base) + " ns) is "), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("pick a base closer to the trace"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(access(dir.file("early.json").c_str(), F_OK), -1);  // nothing written
+  }
+  o.time_base_wall_ns = earliest;
+  export_chrome_trace(*r, dir.file("earliest.json"), o);
+  profkit_test::ResultPtr loaded = profkit_test::load(dir.file("earliest.json"));
+  ASSERT_NE(loaded, nullptr);
+  size_t n = 0;
+  const pk_host_event* e = pk_result_host_events(loaded.get(), &n);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(e[0].start_ns, 5000u);
+  EXPECT_EQ(e[0].end_ns, 6000u);
+}
+
+TEST(ChromeExport, AResultWithATimePastTheClocksRangeIsRefusedThroughTheCAbi) {
+  profkit_test::reset_engine();
+  const pk_name_id name = pk_intern("forever");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_complete_event(name, PK_EVENT_OPERATOR, 0, UINT64_MAX);  // times not from pk_now_ns
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  profkit_test::ResultPtr r = profkit_test::collect();
+  TempDir dir;
+  EXPECT_EQ(pk_result_export_chrome(r.get(), dir.file("t.json").c_str()), PK_ERR_TOO_LARGE);
+  EXPECT_NE(std::string(pk_last_error()).find("host event 0 reaches 18446744073709551615 ns"), std::string::npos)
+      << pk_last_error();
+  EXPECT_EQ(access(dir.file("t.json").c_str(), F_OK), -1);
+  // The trace file keeps it.
+  ASSERT_EQ(pk_result_save(r.get(), dir.file("t.pktrace").c_str()), PK_OK) << pk_last_error();
+  profkit_test::ResultPtr loaded = profkit_test::load(dir.file("t.pktrace"));
+  size_t n = 0;
+  const pk_host_event* e = pk_result_host_events(loaded.get(), &n);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(e[0].end_ns, UINT64_MAX);
+
+  // Up to INT64_MAX the export writes a file that loads back.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_complete_event(name, PK_EVENT_OPERATOR, 0, static_cast<uint64_t>(INT64_MAX));
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  profkit_test::ResultPtr fits = profkit_test::collect();
+  ASSERT_EQ(pk_result_export_chrome(fits.get(), dir.file("fits.json").c_str()), PK_OK) << pk_last_error();
+  profkit_test::ResultPtr back = profkit_test::load(dir.file("fits.json"));
+  e = pk_result_host_events(back.get(), &n);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(e[0].end_ns, static_cast<uint64_t>(INT64_MAX));
+  profkit_test::reset_engine();
+}
+
 TEST(ChromeExport, MemoryEventsAreCounterTracksPerDevice) {
   TempDir dir;
   ResultInfo info;

@@ -3,7 +3,13 @@
 // and one whose event can never end in a window is counted, never silently
 // lost.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -131,6 +137,7 @@ TEST_F(EventArgsTest, ArgumentsOfAnEventForgottenWithAnUncollectedWindowAreCount
   EXPECT_EQ(args_of(*r, "fresh"), (std::vector<std::string>{"mine=2"}));
   EXPECT_EQ(r->event_args.size(), 1u);
   EXPECT_EQ(r->info.lost_event_args, 1u);
+  EXPECT_EQ(r->info.unfinished_events, 1u);  // "left open", the first window's
 }
 
 TEST_F(EventArgsTest, ArgumentsOfAnEventLeftOpenByAThreadThatExitedAreCounted) {
@@ -144,6 +151,103 @@ TEST_F(EventArgsTest, ArgumentsOfAnEventLeftOpenByAThreadThatExitedAreCounted) {
   EXPECT_EQ(events_named(*r, "worker range"), 0u);
   EXPECT_EQ(r->info.lost_event_args, 2u);
   EXPECT_EQ(collect()->info.lost_event_args, 0u);
+}
+
+// Records from its destructor: a framework's thread_local that saves or ends
+// something at thread exit. Which of the thread's exit handlers have run by
+// then depends on the order the thread made its thread_locals in.
+struct RecordsWhenDestroyed {
+  explicit RecordsWhenDestroyed(const char* event) : name(event) {}
+  ~RecordsWhenDestroyed() {
+    pk_begin_event_str(name, PK_EVENT_USER_DEFINED);
+    pk_event_arg_str(pk_intern("why"), "thread exit");
+    pk_end_event();
+  }
+  const char* name;
+};
+
+// Made (and its destructor registered) when the thread first calls it: a
+// block-scope thread_local, since GCC makes all of a file's namespace-scope
+// ones at once, on the first use of any.
+void record_when_destroyed(const char* event) { thread_local RecordsWhenDestroyed records(event); }
+void record_when_destroyed_later(const char* event) { thread_local RecordsWhenDestroyed records(event); }
+
+// The per-thread cache of pk_begin_event_str and pk_event_arg_str was a
+// thread_local freed with the thread's others, and both read and wrote it
+// after that (heap-use-after-free under ASan; valgrind's invalid reads and
+// writes in profkit::intern_cached). Destruction runs in reverse order of
+// construction: here the cache goes first, then the second RecordsWhenDestroyed
+// (the thread's buffer still takes records), then the buffer's exit handler,
+// then the first (nothing is recorded: its begin and its argument are
+// ignored, without touching the cache either).
+TEST_F(EventArgsTest, ThreadLocalDestructorsRecordStringsAfterTheNameCacheIsGone) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread([] {
+    record_when_destroyed("after the buffer's exit");
+    pk_begin_event(pk_intern("first"), PK_EVENT_USER_DEFINED);  // makes the thread's buffer
+    pk_end_event();
+    record_when_destroyed_later("before the buffer's exit");
+    pk_begin_event_str("cached", PK_EVENT_USER_DEFINED);  // makes the name cache
+    pk_event_arg_str(pk_intern("why"), "warm the cache");
+    pk_end_event();
+  }).join();
+  const std::unique_ptr<Result> r = collect();
+  EXPECT_EQ(args_of(*r, "cached"), (std::vector<std::string>{"why=warm the cache"}));
+  EXPECT_EQ(events_named(*r, "before the buffer's exit"), 1u);
+  EXPECT_EQ(args_of(*r, "before the buffer's exit"), (std::vector<std::string>{"why=thread exit"}));
+  EXPECT_EQ(events_named(*r, "after the buffer's exit"), 0u);
+  EXPECT_EQ(r->info.lost_event_args, 0u);
+}
+
+int g_atexit_answer_fd = -1;
+
+// Runs after the main thread's thread_locals are destroyed (exit() runs
+// those first), while the engine still records.
+void record_at_exit() {
+  pk_begin_event(pk_intern("shutdown"), PK_EVENT_USER_DEFINED);
+  pk_event_arg_str(pk_intern("why"), "atexit");  // no event can be open: ignored
+  pk_begin_event_str("shutdown by text", PK_EVENT_USER_DEFINED);
+  pk_event_arg_str(pk_intern("why"), "atexit");
+  pk_end_event();
+  pk_end_event();
+  const char ok[] = "ok";
+  if (write(g_atexit_answer_fd, ok, 2) != 2) _exit(3);
+}
+
+TEST_F(EventArgsTest, AnAtexitHandlerRecordsStringsAfterTheMainThreadsNameCacheIsGone) {
+  int answer[2];
+  ASSERT_EQ(pipe(answer), 0);
+  std::fflush(nullptr);  // the child's exit() flushes stdio: nothing twice
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child's only thread is the test's (the main thread): it exits
+    // through exit(), still recording, as a program returning from main.
+    close(answer[0]);
+    g_atexit_answer_fd = answer[1];
+    pk_set_state(PK_STATE_RECORD);
+    pk_begin_event_str("main", PK_EVENT_USER_DEFINED);  // the cache is made (or was, by earlier tests)
+    pk_event_arg_str(pk_intern("why"), "warm the cache");
+    pk_end_event();
+    std::atexit(record_at_exit);
+    std::exit(0);
+  }
+  close(answer[1]);
+  // The answer comes through the pipe, not the exit status (see
+  // answer_of_child): a child dead of a use-after-free writes none.
+  std::string verdict;
+  pollfd readable{answer[0], POLLIN, 0};
+  if (poll(&readable, 1, 10000) == 1) {
+    char buffer[64];
+    for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
+  } else {
+    kill(child, SIGKILL);
+    verdict = "the child hung";
+  }
+  close(answer[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(verdict, "ok");
 }
 
 }  // namespace

@@ -228,6 +228,66 @@ TEST_F(RecorderTest, OpenEventsAreReportedUnfinishedOncePerWindow) {
   EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
 }
 
+// The collect that takes a window's end reports what was open in it, also
+// when a later window passed before that collect: counting only the last
+// window's open events and step lost the earlier window's (0 where a collect
+// between the windows gave 2).
+TEST_F(RecorderTest, WhatWasLeftOpenIsReportedWhenAnotherWindowPassedBeforeTheCollect) {
+  const pk_name_id name = pk_intern("cut off");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  ASSERT_EQ(pk_step_begin(2), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);  // records nothing on this thread
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(info_of(r.get()).unfinished_events, 2u);  // the event and ProfileStep#2
+  ResultPtr again = collect();
+  EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);  // not twice
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+}
+
+TEST_F(RecorderTest, EventsLeftOpenBeforeAThreadRecordsInANewWindowAreReportedOnce) {
+  const pk_name_id name = pk_intern("cut off");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  std::thread([name] { pk_begin_event(name, PK_EVENT_USER_DEFINED); }).join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  // This thread forgets its two open events when it records in the next
+  // window; they are still the first window's to report.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);
+  pk_end_event();
+  ResultPtr while_recording = collect();
+  EXPECT_EQ(events_of(while_recording.get()).size(), 1u);
+  EXPECT_EQ(info_of(while_recording.get()).unfinished_events, 3u);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);  // open at the next collect while recording
+  ResultPtr next = collect();
+  EXPECT_EQ(info_of(next.get()).unfinished_events, 1u);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event(name, PK_EVENT_USER_DEFINED);  // a third window: carries the second's one
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr at_close = collect();
+  EXPECT_EQ(info_of(at_close.get()).unfinished_events, 2u);
+  ResultPtr again = collect();
+  EXPECT_EQ(info_of(again.get()).unfinished_events, 0u);
+}
+
+TEST_F(RecorderTest, AStepLeftOpenInAnEarlierWindowIsReportedOnceBySomeLaterCollect) {
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(7), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ResultPtr in_next_window = collect();  // #7 can no longer be whole: its window has closed
+  EXPECT_EQ(info_of(in_next_window.get()).unfinished_events, 1u);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr at_close = collect();
+  EXPECT_EQ(info_of(at_close.get()).unfinished_events, 0u);
+  ASSERT_EQ(pk_step_end(0), PK_OK);
+}
+
 TEST_F(RecorderTest, EventsLeftOpenByAThreadThatExitedAreReportedUnfinished) {
   const pk_name_id name = pk_intern("never ended");
   ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
@@ -683,6 +743,42 @@ TEST_F(RecorderTest, NestingBeyondTheLimitIsCountedAndOuterEventsSurvive) {
   EXPECT_EQ(events_of(r.get()).size(), 256u);
   EXPECT_EQ(info_of(r.get()).overflowed_events, 44u);
   EXPECT_EQ(info_of(r.get()).unmatched_ends, 0u);
+}
+
+// A stored depth stops at 255: the parent of an event there is the innermost
+// event that encloses it in time, not the nearest one with a smaller depth
+// (which skipped the saturated level and gave the grandparent).
+TEST_F(RecorderTest, ParentsBelowTheDeepestStoredDepthAreTheEnclosingEvents) {
+  const pk_name_id name = pk_intern("deep");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (int i = 0; i < 300; ++i) pk_begin_event(name, PK_EVENT_OPERATOR);
+  pk_instant_event(pk_intern("instant"), PK_EVENT_USER_DEFINED);
+  for (int i = 0; i < 300; ++i) pk_end_event();
+  pk_instant_event(pk_intern("after"), PK_EVENT_USER_DEFINED);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto ev = events_of(r.get());
+  ASSERT_EQ(ev.size(), 258u);  // 256 stored levels, two instants
+  for (uint64_t i = 1; i < 256; ++i) ASSERT_EQ(pk_result_parent(r.get(), i), i - 1) << i;
+  ASSERT_EQ(name_of(r.get(), ev[256]), "instant");
+  EXPECT_EQ(ev[256].depth, 255);
+  EXPECT_EQ(pk_result_parent(r.get(), 256), 255u);
+  EXPECT_EQ(pk_result_parent(r.get(), 257), PK_NO_EVENT);
+
+  // Events recorded whole are nested by time, their depths capped at 255:
+  // each of the deepest has the one before it as its parent.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  const uint64_t t0 = pk_now_ns();
+  while (pk_now_ns() < t0 + 1000) {
+  }
+  for (uint64_t i = 0; i < 270; ++i) pk_complete_event(name, PK_EVENT_USER_DEFINED, t0 + i, t0 + 1000 - i);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr whole = collect();
+  const auto wev = events_of(whole.get());
+  ASSERT_EQ(wev.size(), 270u);
+  EXPECT_EQ(wev[269].depth, 255);
+  EXPECT_EQ(pk_result_parent(whole.get(), 0), PK_NO_EVENT);
+  for (uint64_t i = 1; i < 270; ++i) EXPECT_EQ(pk_result_parent(whole.get(), i), i - 1) << i;
 }
 
 TEST_F(RecorderTest, StringNamesInternToTheSameIds) {

@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 23
+#define PK_API_VERSION_MINOR 24
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -612,7 +612,11 @@ PK_API pk_status pk_result_save(const pk_result* r, const char* path) PK_NOEXCEP
  * devices and directories as pk_result_save). Memory events are
  * counter tracks of the allocator's totals per device (since 1.7) and, since
  * 1.8, "[memory]" instants on the allocating thread with each one's address
- * and size. pk_result_load reads the file back (since 1.8). */
+ * and size. pk_result_load reads the file back (since 1.8). A result with a
+ * time past INT64_MAX ns (an event recorded with times not from pk_now_ns,
+ * such as pk_complete_event(..., 0, UINT64_MAX)) is PK_ERR_TOO_LARGE, before
+ * any file is made (since 1.24; before, the file was written and load refused
+ * it); pk_result_save keeps such a result. */
 PK_API pk_status pk_result_export_chrome(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 typedef struct pk_chrome_options {
@@ -627,7 +631,9 @@ typedef struct pk_chrome_options {
   /* Wall-clock ns (engine ns + the result's clock_offset_ns) at or before the
    * start of the result's trace: its recording window's start (start_ns), or
    * its first event where that is earlier (GPU work begun before the window);
-   * a later base is PK_ERR_INVALID_ARGUMENT. */
+   * a later base is PK_ERR_INVALID_ARGUMENT, and so (since 1.24) is a base so
+   * early that the trace's last time lies more than INT64_MAX ns after it
+   * (INT64_MIN, say), where the file's times would not load back. */
   int64_t time_base_wall_ns;
   /* >= 0: the host process's "pid" in the file (GPU d gets pid + 10000000 *
    * (d + 1)); -1: the OS pid. The top-level metadata keeps the OS pid. */
