@@ -3,11 +3,8 @@
 // and one whose event can never end in a window is counted, never silently
 // lost.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -24,6 +21,7 @@ namespace {
 
 using profkit::Recorder;
 using profkit::Result;
+using profkit_test::answer_from;
 using profkit_test::reset_engine;
 
 class EventArgsTest : public ::testing::Test {
@@ -235,19 +233,7 @@ TEST_F(EventArgsTest, AnAtexitHandlerRecordsStringsAfterTheMainThreadsNameCacheI
   close(answer[1]);
   // The answer comes through the pipe, not the exit status (see
   // answer_of_child): a child dead of a use-after-free writes none.
-  std::string verdict;
-  pollfd readable{answer[0], POLLIN, 0};
-  if (poll(&readable, 1, 10000) == 1) {
-    char buffer[64];
-    for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
-  } else {
-    kill(child, SIGKILL);
-    verdict = "the child hung";
-  }
-  close(answer[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_EQ(verdict, "ok");
+  EXPECT_EQ(answer_from(child, answer[0]), "ok");
 }
 
 }  // namespace

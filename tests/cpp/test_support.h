@@ -88,11 +88,30 @@ inline void reset_engine() {
   ResultPtr discard = collect();
 }
 
+// What forked child `child` wrote to the pipe end `answer_fd` (the parent
+// closes it), or why it wrote nothing: a child that has not answered after
+// 10 s is killed. The child is reaped.
+inline std::string answer_from(pid_t child, int answer_fd) {
+  std::string verdict;
+  pollfd readable{answer_fd, POLLIN, 0};
+  if (poll(&readable, 1, 10000) == 1) {
+    char buffer[512];
+    for (ssize_t got; (got = read(answer_fd, buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
+  } else {
+    kill(child, SIGKILL);
+    verdict = "the child hung";
+  }
+  close(answer_fd);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return verdict.empty() ? "the child died without an answer" : verdict;
+}
+
 // Runs `body` in a forked child and returns what it answered, or why it
-// did not: a child that has not answered after 10 s (hung in fork()'s
-// handlers or in `body`) is killed. The child answers through a pipe, not its
-// exit status: under ThreadSanitizer a child of a threaded process exits with
-// 66 (a "thread leak": the parent's other threads, which the child lacks).
+// did not (hung in fork()'s handlers or in `body`: see answer_from). The
+// child answers through a pipe, not its exit status: under ThreadSanitizer a
+// child of a threaded process exits with 66 (a "thread leak": the parent's
+// other threads, which the child lacks).
 inline std::string answer_of_child(const std::function<std::string()>& body) {
   int answer[2];
   if (pipe(answer) != 0) return "pipe() failed";
@@ -104,19 +123,7 @@ inline std::string answer_of_child(const std::function<std::string()>& body) {
     _exit(write(answer[1], verdict.data(), verdict.size()) == static_cast<ssize_t>(verdict.size()) ? 0 : 1);
   }
   close(answer[1]);
-  std::string verdict;
-  pollfd readable{answer[0], POLLIN, 0};
-  if (poll(&readable, 1, 10000) == 1) {
-    char buffer[512];
-    for (ssize_t got; (got = read(answer[0], buffer, sizeof buffer)) > 0;) verdict.append(buffer, got);
-  } else {
-    kill(child, SIGKILL);
-    verdict = "the child hung";
-  }
-  close(answer[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return verdict.empty() ? "the child died without an answer" : verdict;
+  return answer_from(child, answer[0]);
 }
 
 }  // namespace profkit_test
