@@ -501,12 +501,23 @@ class Profiler:
                 _C.step(samples or 0)  # ends step n, begins n+1: one engine call
             return None, None
         if not interrupted:
-            _C.step_end(samples or 0)
+            self._end_step(samples)
         transition = _lifecycle.plan(previous, current)
         result = self._apply(transition)
         if result is None:
             _C.step_begin(self.step_num)
         return transition, result
+
+    @staticmethod
+    def _end_step(samples: Optional[int]) -> None:
+        try:
+            _C.step_end(samples or 0)
+        except RuntimeError:
+            # No step is open: a Ctrl-C landed where no flag could say so
+            # (in the finally that begins the step after on_trace_ready, or
+            # in _resume_after_interruption itself). The step went unmarked;
+            # this one goes on.
+            pass
 
     def _resume_after_interruption(self) -> None:
         """After an exception (a Ctrl-C) cut _change_step short, anywhere.

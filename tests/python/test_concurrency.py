@@ -397,6 +397,47 @@ def test_a_window_collected_before_an_interruption_is_delivered_first(monkeypatc
     assert_engine_free()
 
 
+def test_ctrl_c_storms_inside_step_never_leave_the_profiler_stuck():
+    # Interrupts at arbitrary points of profkit's own code (SIGALRM every
+    # 0.37 ms, raising only while a profkit frame runs), hundreds of times:
+    # every step() works or raises KeyboardInterrupt, never an engine error
+    # ("pk_step_end: no step is open" followed every later step()), and
+    # stop() frees the engine.
+    import signal
+
+    package = os.path.dirname(profkit.__file__)
+    armed, interrupts, errors = [False], [0], []
+
+    def interrupt_inside_profkit(signum, frame):
+        if armed[0] and frame is not None and frame.f_code.co_filename.startswith(package):
+            interrupts[0] += 1
+            raise KeyboardInterrupt
+
+    prof = Profiler(scheduler=profkit.make_scheduler(closed=1, ready=0, record=1), on_trace_ready=Windows())
+    previous = signal.signal(signal.SIGALRM, interrupt_inside_profkit)
+    try:
+        quiet(prof.start)
+        signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.00037)
+        for _ in range(20000):
+            if interrupts[0] >= 300:
+                break
+            armed[0] = True
+            try:
+                prof.step()
+            except KeyboardInterrupt:
+                pass
+            except RuntimeError as e:
+                errors.append(str(e))
+            finally:
+                armed[0] = False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    quiet(prof.stop)
+    assert interrupts[0] > 0 and errors == [], (interrupts, errors[:3])
+    assert_engine_free()
+
+
 class InterruptingList(list):
     """A list whose next append raises KeyboardInterrupt (once)."""
 
