@@ -28,7 +28,7 @@ import sys
 import threading
 import warnings
 from types import FrameType
-from typing import Any, List, NoReturn, Optional, Sequence
+from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 
 from ._enums import SortedKeys, SummaryView
 from ._gzip_files import GZIP_SUFFIX, without_gzip_suffix
@@ -359,7 +359,6 @@ def _flag_given(args: argparse.Namespace, flag: str) -> bool:
 
 def _summary_ranks(args: argparse.Namespace) -> None:
     from .cross_rank import cross_rank_summary
-    from .merge import MergeError, parse_merge_inputs
 
     # Refused rather than ignored: a user who asked for them would otherwise
     # read the cross-rank view as if they had applied.
@@ -370,10 +369,7 @@ def _summary_ranks(args: argparse.Namespace) -> None:
             "only --time-unit and --json apply. Give one FILE without --ranks for the tables."
         )
 
-    try:
-        pairs = parse_merge_inputs(args.files)
-    except MergeError as e:  # a malformed NAME=FILE is a command-line error here too (exit 2)
-        raise _UsageError(f"summary --ranks: {str(e).replace('merge: ', '', 1)}") from None
+    pairs = _named_inputs(args.files, "summary --ranks")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # A FILE without NAME= gets the default name; the names given are kept.
@@ -383,6 +379,17 @@ def _summary_ranks(args: argparse.Namespace) -> None:
         print(json.dumps(summary.to_dict()))
     else:
         print(summary.text(args.time_unit), end="")
+
+
+def _named_inputs(arguments: List[str], command: str) -> List[Tuple[Optional[str], str]]:
+    """``[NAME=]FILE`` arguments as (name or None, path); a malformed one is a
+    command-line error (exit 2), named for ``command``."""
+    from .merge import MergeError, parse_merge_inputs
+
+    try:
+        return parse_merge_inputs(arguments)
+    except MergeError as e:
+        raise _UsageError(f"{command}: {str(e).replace('merge: ', '', 1)}") from None
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -397,7 +404,7 @@ def _merge(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = merge_traces(
-            args.inputs, output, strict=not args.allow_mismatch, include_flows=not args.no_flows
+            _named_inputs(args.inputs, "merge"), output, strict=not args.allow_mismatch, include_flows=not args.no_flows
         )
     _print_warnings(caught)
     names = ", ".join(i.name for i in report.inputs)

@@ -388,9 +388,11 @@ def test_cli_summary_ranks_reads_gzipped_traces_and_refuses_what_it_cannot_tell_
     # Two rows of one name: "slowest rank: x ... fastest (x)".
     assert cli.main(["summary", "--ranks", f"x={r0}", f"x={r1}"]) == 1
     assert "the name 'x' is given to more than one trace" in capsys.readouterr().err
-    # A malformed NAME=FILE is a command-line error, named for this command.
+    # A malformed NAME=FILE is a command-line error, named for the command.
     assert cli.main(["summary", "--ranks", "a=", r1]) == 2
     assert "summary --ranks: 'a=' has no FILE" in capsys.readouterr().err
+    assert cli.main(["merge", "=" + r0, r1, "-o", str(tmp_path / "m.trace.json")]) == 2
+    assert "merge: " in capsys.readouterr().err and not (tmp_path / "m.trace.json").exists()
     # A missing file is named once, with its errno kept.
     assert cli.main(["summary", "--ranks", r0, str(tmp_path / "nope.pktrace")]) == 1
     err = capsys.readouterr().err
