@@ -99,6 +99,11 @@ class HostEventVisitor {
 
 constexpr uint32_t type_bit(uint32_t type) noexcept { return 1u << type; }
 
+// An instant (pk_instant_event, a Chrome "ph":"i" read back) marks a moment:
+// no table counts it as a call (one would add a call of 0 time, halving an
+// average and zeroing a minimum); the walk still visits it.
+inline bool is_instant(const pk_host_event& e) noexcept { return (e.flags & PK_HOST_EVENT_INSTANT) != 0; }
+
 void walk_host_events(const Result& result, const std::vector<HostEventVisitor*>& visitors);
 
 }  // namespace profkit

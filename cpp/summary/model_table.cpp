@@ -22,10 +22,6 @@ bool is_phase(uint8_t type) noexcept { return type < 32 && (kPhaseBits >> type) 
 // step is part of that step, not another one (which would halve its Avg).
 bool nests_in_its_type(uint8_t type) noexcept { return is_phase(type) || type == PK_EVENT_PROFILE_STEP; }
 
-// An instant (pk_instant_event, a Chrome "ph":"i" read back) marks a moment:
-// it is no step or phase call, and counting one would add a call of 0 time.
-bool is_instant(const pk_host_event& e) noexcept { return (e.flags & PK_HOST_EVENT_INSTANT) != 0; }
-
 // Whether an event of `type` is open in `stack`.
 bool inside_same_phase(const OpenStack& stack, uint8_t type) noexcept {
   for (size_t i = 0; i < stack.size(); ++i) {

@@ -233,6 +233,7 @@ void OperatorTable::on_open(const OpenStack& stack) {
   const pk_host_event& e = context_.result->host_events[opened.index];
   OpenCall& call = open_[position];
   call = {kNone, kNone, false, 0};
+  if (is_instant(e)) return;  // no call, and no row of its own (host_walk.h)
   if (e.type == PK_EVENT_OPERATOR && position > 0 && next_is_folded(opened.index)) {
     // Its parent's call continued: what opens inside it finds the parent's
     // row here, and with no inner row of its own, on_launch adds the GPU

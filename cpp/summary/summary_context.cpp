@@ -4,6 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "summary/host_walk.h"
+
 namespace profkit {
 
 namespace {
@@ -54,7 +56,7 @@ void add_host_unions(const Result& r, SummaryContext& c, uint64_t* first, uint64
     for (uint64_t i = t.first_event; i < end; ++i) {
       const pk_host_event& e = r.host_events[i];
       const uint32_t type = host_type(e);
-      ++c.host_calls[type];
+      c.host_calls[type] += !is_instant(e);  // a moment, not a call (host_walk.h)
       *first = std::min(*first, e.start_ns);
       *last = std::max(*last, e.end_ns);
       here[type] += e.end_ns > e.start_ns;

@@ -8,6 +8,7 @@ namespace profkit {
 
 void UserDefinedTable::on_close(const OpenStack& /*stack*/, const OpenEvent& closed) {
   const pk_host_event& e = context_.result->host_events[closed.index];
+  if (is_instant(e)) return;
   CallStats& s = stats_.at(e.name);
   ++s.calls;
   s.cpu.add(duration_ns(e.start_ns, e.end_ns));

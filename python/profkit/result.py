@@ -349,10 +349,13 @@ class ProfilerResult:
         return dict(sorted(named.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def top_events(self, n: int = 10) -> List[Tuple[str, str, int, int]]:
-        """The ``n`` host (name, type) pairs with the most total time: (name, type, calls, total_ns)."""
+        """The ``n`` host (name, type) pairs with the most total time: (name, type, calls, total_ns).
+
+        Instant events (moments, not calls) are left out, as the summary tables leave them out."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"top_events: n must be an int >= 0, got {n!r}")
         raw = self.host_events
+        raw = raw[(raw["flags"] & _records.HOST_EVENT_INSTANT) == 0]
         if len(raw) == 0:
             return []
         key = raw["name"].astype(np.int64) * 256 + raw["type"]

@@ -317,3 +317,35 @@ def test_self_cpu_time_leaves_out_nested_events_and_orders_rows():
     by_self = _summary.summary_data(result, views=SummaryView.OperatorView, op_detail=False, sorted_by=SortedKeys.CPUSelf)
     assert [r[0] for r in by_self["OperatorView"].rows] == ["work", "leaf", "wrapper"]
     assert "Self CPU Total / Ratio(%)" in _summary.summary_text(result, views="OperatorView", sorted_by="CPUSelf")
+
+
+def test_instant_events_are_no_calls_in_any_table():
+    # An instant (pk_instant_event) marks a moment. The Model table left
+    # instants out; the Overview, Operator and UserDefined tables (and
+    # top_events) counted each as a call of 0 time: Calls 2, Avg halved, Min 0.
+    from profkit import ProfilerResult
+
+    _C.set_state(CLOSED)
+    _C.collect()
+    _C.set_state(RECORD)
+    _C.step_begin(0)
+    for event_type in (OPERATOR, USER_DEFINED):
+        _C.begin_event_str("x", event_type)
+        time.sleep(0.001)
+        _C.end_event()
+        _C.instant_event(_C.intern("x"), event_type)
+    _C.step_end(0)
+    _C.set_state(CLOSED)
+    result = _C.collect()
+    tables = _summary.summary_data(result, time_unit="ns", views=["OverView", "OperatorView", "UDFView"])
+    for view in ("OperatorView", "UDFView"):
+        table = tables[view]
+        (row,) = [dict(zip(table.columns, r)) for r in table.rows if r[0] == "x"]
+        assert row["Calls"] == 1 and row["CPU Min"] == row["CPU Max"] == row["CPU Total"] >= 1e6, (view, row)
+    overview = {r[0]: r[1] for r in tables["OverView"].rows}
+    assert overview["Operator"] == 1 and overview["UserDefined"] == 1, overview
+    assert sorted((name, kind, calls) for name, kind, calls, _ in ProfilerResult(result).top_events(3)) == [
+        ("ProfileStep#0", "ProfileStep", 1),
+        ("x", "Operator", 1),
+        ("x", "UserDefined", 1),
+    ]
