@@ -4,8 +4,9 @@ The tracer itself is C (``python/bindings/python_tracer.cpp``): a profile
 function that records each Python and built-in function call when it
 returns. This module switches it on when a with_stack Profiler's recording
 window opens and off when the window closes (a window listener: it runs on
-the Profiler's thread, before the engine changes state, so calls still open
-at the close are recorded up to it while the engine still records).
+the Profiler's thread before the window's last step ends and before the
+engine changes state, so calls still open at the close are recorded up to
+it, inside that step, while the engine still records).
 
 Every thread is traced: those running when a window opens from then on (as
 torch.profiler's with_stack traces them), and those started during it from

@@ -486,9 +486,10 @@ class Profiler:
         """Ends step n, moves the engine from ``previous`` to ``current`` and
         begins step n + 1, unless a collected window is returned with its
         transition: its delivery comes first (see _step_transition)."""
-        # After an interrupted step(), no step of ours is open to end: the
-        # one it was to begin never was (an engine step still open from
-        # before it is ended by step_begin).
+        # After an interrupted step() the step it was to begin never was,
+        # and the one before may or may not have ended: pk_step would begin
+        # the wrong number, so the step is ended if it is open (_end_step
+        # passes over none) and this one begun by its number.
         interrupted, self._step_interrupted = self._step_interrupted, False
         self._timer.step(samples)
         self.previous_state = previous
@@ -496,14 +497,13 @@ class Profiler:
         self.step_num += 1
         if current is previous and current is not ProfilerState.RECORD_AND_RETURN:
             if interrupted:
+                self._end_step(samples)
                 _C.step_begin(self.step_num)
             else:
                 _C.step(samples or 0)  # ends step n, begins n+1: one engine call
             return None, None
-        if not interrupted:
-            self._end_step(samples)
         transition = _lifecycle.plan(previous, current)
-        result = self._apply(transition)
+        result = self._apply(transition, functools.partial(self._end_step, samples))
         if result is None:
             _C.step_begin(self.step_num)
         return transition, result
@@ -529,9 +529,10 @@ class Profiler:
         stop()). One still recording is simply still open: the next
         transition closes it. Nothing recorded is lost. The step this step()
         was to begin is not begun: a loop that the exception ends has not run
-        it (its window ends with the last step that ran), and one that goes on
-        records that step's events without a ProfileStep of their own; the
-        next step() begins the one after."""
+        it (its window ends with the last step that ran), and in one that
+        goes on its events fall in the step before (when the interruption
+        came before that one ended, it ends at the next step()) or in none;
+        the next step() begins the one after."""
         self._steady_until = 0
         self._step_interrupted = True
         # A second Ctrl-C (or a failed collect) here is dropped: the first
@@ -598,11 +599,9 @@ class Profiler:
             self._started = False
             self._steady_until = 0
             self._timer.stop()
-            try:
-                _C.step_end(0)
-            except RuntimeError:
-                pass  # no step is open (stop() from on_trace_ready, between two steps)
-            result = self._apply(transition)
+            # No step may be open (stop() from on_trace_ready, between two
+            # steps): _end_step passes over that.
+            result = self._apply(transition, end_step=lambda: self._end_step(0))
             released = True
         finally:
             _active_ref = None
@@ -752,8 +751,14 @@ class Profiler:
             f"Profiler: the scheduler returned {state!r} for step {step}; it must return a ProfilerState"
         )
 
-    def _apply(self, transition: _lifecycle.Transition) -> Optional["_C.Result"]:
-        """Carries out a transition's engine actions; returns the collected window if any."""
+    def _apply(self, transition: _lifecycle.Transition, end_step: Callable[[], None]) -> Optional["_C.Result"]:
+        """Carries out a transition's engine actions, ending the running step
+        with ``end_step()``; returns the collected window if any.
+
+        The step ends after the collect hooks and the listeners have heard of
+        the change and before the engine changes state: what they close as a
+        window ends (the Python calls still open, collectives in flight) ends
+        inside the window's last step, as it ran, not after it."""
         result = None
         if transition.deliver:
             if self._gpu_tracing:
@@ -761,7 +766,10 @@ class Profiler:
             self._collect_owed = True
             _window_listeners.notify_collect(self)  # still recording: integrations may close their events
         if transition.first is not None:
-            self._set_engine_state(transition.first)
+            _window_listeners.notify(self, transition.first)
+        end_step()
+        if transition.first is not None:
+            _C.set_state(transition.first.value)
         if transition.deliver:
             _rank.apply_rank()  # torch.distributed may have been initialized after start()
             result = self._undelivered = _C.collect()

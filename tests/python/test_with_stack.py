@@ -199,6 +199,30 @@ def test_a_call_open_when_the_window_closes_is_recorded_up_to_the_close():
     assert [parent_name(result, i) for i in inner] == [frame_name(runs_past_the_close)]
     assert result.events[index]["end_ns"] <= result.end_ns
     assert result.info["unfinished_events"] == 0
+    # ... inside the window's last step: the step ended before the tracer
+    # closed the open calls, so they sat after it, outside every step, and a
+    # flame graph counted their time twice (the step's self time too).
+    assert parent_name(result, index) == "ProfileStep#0"
+
+
+def test_calls_open_when_a_scheduled_window_closes_in_step_end_inside_its_last_step():
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, scheduler=(1, 3), with_stack=True)
+
+    def two_steps():  # begins in the window (step 1) and closes it (step 2 -> 3)
+        leaf(50)
+        prof.step()
+        leaf(50)
+        prof.step()
+
+    prof.start()
+    prof.step()  # the window opens at step 1
+    two_steps()
+    prof.stop()
+    result = prof.profiler_result
+    [index] = indices_named(result, frame_name(two_steps))
+    # It spans a step boundary, so no step holds it; it ends with the last one.
+    last_step = result.events[indices_named(result, "ProfileStep#2")[0]]
+    assert result.events[index]["end_ns"] <= last_step["end_ns"]
 
 
 def test_a_call_that_raises_ends_where_the_exception_leaves_it():
