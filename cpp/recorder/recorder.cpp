@@ -235,6 +235,9 @@ std::unique_ptr<Result> Recorder::collect() {
   ResultInfo info = result_info(bounds, clock);
   const uint64_t end_ns = info.end_ns;
   ResultBuilder builder(std::move(info));
+  // Events recorded whole (pk_complete_event) are nested only now: those
+  // past the depth limit are dropped and counted as begin/end events are.
+  builder.drop_events_nested_too_deep();
 
   ThreadCollect how;
   how.recording = bounds.recording;

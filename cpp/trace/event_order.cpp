@@ -61,6 +61,24 @@ void sort_thread_events(std::vector<pk_host_event>& events) {
   }
 }
 
+size_t drop_nested_too_deep(std::vector<pk_host_event>& events) {
+  constexpr size_t kDeepest = 255;  // the deepest stored depth
+  std::vector<uint64_t> open_ends;  // as nest_by_containment: the enclosing events' ends
+  size_t kept = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const pk_host_event& e = events[i];
+    while (!open_ends.empty() && open_ends.back() < e.end_ns) open_ends.pop_back();
+    // What encloses a dropped event is deeper than it: dropped too, and no
+    // kept event is ever below a dropped one.
+    const bool too_deep = open_ends.size() > kDeepest;
+    open_ends.push_back(e.end_ns);
+    if (!too_deep) events[kept++] = e;
+  }
+  const size_t dropped = events.size() - kept;
+  events.resize(kept);
+  return dropped;
+}
+
 void nest_by_containment(std::vector<pk_host_event>& events) {
   // A stack of the end times of the events enclosing the current one.
   std::vector<uint64_t> open_ends;

@@ -145,6 +145,8 @@ std::vector<uint32_t> ResultBuilder::lay_out_threads(Result& result, HostEvents&
     final_index[order[position]] = position;
     sanitize(t.events);
     sort_thread_events(t.events);
+    // Before the arguments are resolved: they find their events by position.
+    if (drop_too_deep_) info_.overflowed_events += drop_nested_too_deep(t.events);
     const uint64_t first = host.events.size();
     // Resolve arguments and runtime calls while depth hints are still there.
     if (!t.args.empty() || !t.calls.empty()) resolve_args_and_calls(t, first, host);

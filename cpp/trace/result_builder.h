@@ -71,6 +71,12 @@ class ResultBuilder {
 
   ResultInfo& info() noexcept { return info_; }
 
+  // finish() drops the events nested by time more than 255 levels deep and
+  // counts them in overflowed_events (drop_nested_too_deep, event_order.h):
+  // for what the recorder collects, where that is the depth limit. A loaded
+  // file keeps what it holds (its depths stop at 255 as they were stored).
+  void drop_events_nested_too_deep() noexcept { drop_too_deep_ = true; }
+
   std::unique_ptr<Result> finish();
 
  private:
@@ -109,6 +115,7 @@ class ResultBuilder {
   void compact_strings(std::vector<pk_host_event>& events, std::vector<pk_event_arg>& args);
 
   ResultInfo info_;
+  bool drop_too_deep_ = false;
   StringTable strings_;
   std::vector<ThreadData> threads_;
   std::unordered_map<uint64_t, uint32_t> thread_by_tid_;

@@ -184,6 +184,27 @@ TEST_F(CompleteEventTest, PastTheMemoryCapTheyAreDroppedAndCounted) {
   EXPECT_EQ(kept + info_of(r.get()).dropped_events, kEvents);
 }
 
+// Nested by time more than 255 levels deep (with_stack's calls of a deep
+// recursion): dropped and counted, as begin/end events past the depth limit
+// are. Kept with their depth stopped at 255, they read as overlapping
+// siblings under one parent, and a flame graph summed them many times over.
+TEST_F(CompleteEventTest, NestedDeeperThanTheDepthLimitTheyAreDroppedAndCounted) {
+  const pk_name_id name = pk_intern("frame");
+  constexpr uint64_t kLevels = 300;
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  const uint64_t t0 = pk_now_ns();
+  for (uint64_t i = kLevels; i-- > 0;) pk_complete_event(name, PK_EVENT_PYTHON_OP, t0 + i, t0 + 2 * kLevels - i);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  const auto events = events_of(r.get());
+  ASSERT_EQ(events.size(), 256u);  // depths 0..255
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].depth, i);
+    EXPECT_EQ(events[i].start_ns, t0 + i);  // the outermost are kept
+  }
+  EXPECT_EQ(info_of(r.get()).overflowed_events, kLevels - 256);
+}
+
 // pk_complete_event_ticks: the same event with times from pk_now_ticks,
 // converted to ns as begin/end events are: each reading lands between the
 // pk_now_ns readings taken around it, and it nests by time like the ns kind.

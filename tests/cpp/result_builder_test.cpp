@@ -273,5 +273,21 @@ TEST(ParseProfileStep, AcceptsOnlyWholeNumbers) {
   EXPECT_FALSE(parse_profile_step("Step#1", &n));
 }
 
+// A Result whose depths stop at 255 (a file written before collects dropped
+// events past the limit; a builder's): the events below the 255th are
+// nested by time, each the parent of the next.
+TEST(ResultParents, BelowTheDeepestStoredDepthTheyAreTheEnclosingEvents) {
+  ResultBuilder b({});
+  b.add_string("");
+  const uint32_t name = b.add_string("deep");
+  const uint32_t t = b.thread(1);
+  for (uint64_t i = 0; i < 270; ++i) b.add_event(t, {i, 1000 - i, name, PK_EVENT_USER_DEFINED, 0, 0});
+  const std::unique_ptr<Result> whole = b.finish();
+  ASSERT_EQ(whole->host_events.size(), 270u);
+  EXPECT_EQ(whole->host_events[269].depth, 255);
+  EXPECT_EQ(whole->parent_of(0), PK_NO_EVENT);
+  for (uint64_t i = 1; i < 270; ++i) EXPECT_EQ(whole->parent_of(i), i - 1) << i;
+}
+
 }  // namespace
 }  // namespace profkit

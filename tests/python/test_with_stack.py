@@ -225,6 +225,32 @@ def test_calls_open_when_a_scheduled_window_closes_in_step_end_inside_its_last_s
     assert result.events[index]["end_ns"] <= last_step["end_ns"]
 
 
+def recurse(n):
+    return leaf(10) if n == 0 else recurse(n - 1) + 1
+
+
+def test_calls_nested_past_the_depth_limit_are_dropped_with_a_warning_not_summed_again(tmp_path):
+    # 300 levels of recursion: the calls past 255 levels were kept with their
+    # depth stopped at 255, read as overlapping siblings under one parent,
+    # and the flame graph summed their time ~45 times over.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 2000))
+    try:
+        with pytest.warns(ProfilerWarning, match="nested deeper than 256 levels"):
+            result = record(lambda prof: recurse(300), with_stack=True)
+    finally:
+        sys.setrecursionlimit(limit)
+    calls = indices_named(result, frame_name(recurse))
+    depths = [int(result.events[i]["depth"]) for i in calls]
+    assert depths == list(range(depths[0], 256))  # each nested in the one before, up to the limit
+    assert [parent_name(result, i) for i in calls[1:]] == [frame_name(recurse)] * (len(calls) - 1)
+    assert result.info["overflowed_events"] >= 301 - len(calls)  # the deeper calls, counted
+    result.export_stacks(str(tmp_path / "deep.stacks"))
+    with open(tmp_path / "deep.stacks") as f:
+        total_us = sum(int(line.rsplit(" ", 1)[1]) for line in f)
+    assert total_us <= (result.end_ns - result.start_ns) / 1000 + 1
+
+
 def test_a_call_that_raises_ends_where_the_exception_leaves_it():
     def raises():
         leaf(20)

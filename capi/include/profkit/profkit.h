@@ -814,7 +814,7 @@ typedef struct pk_result_info {
   uint64_t thread_count;
   uint64_t dropped_events; /* memory cap reached */
   uint64_t unmatched_ends;
-  uint64_t overflowed_events;
+  uint64_t overflowed_events; /* nested past the depth limit (256 levels; since 1.24 also those recorded whole) */
   uint64_t unfinished_events; /* still open when collected */
   uint64_t device_event_count;
   uint64_t dropped_device_records;    /* lost by the GPU tracer (buffers full) */
