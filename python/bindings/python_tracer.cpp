@@ -466,6 +466,23 @@ int stop() {
   return out_of_memory;
 }
 
+// python_tracer_pass_through(code): a code object of profkit's that calls
+// the user's code, made while tracing (a wrapper made as the window opened,
+// after start() took the others): treated as start()'s pass_through.
+void add_pass_through(const py::handle code) {
+  if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_pass_through: expected a code object");
+  if (!g_pass_through.insert(code.ptr()).second) return;
+  Py_INCREF(code.ptr());
+  // Any treatment cached before it was known (hidden, as profkit's) goes.
+  CodeSlot& slot = g_code_slots[slot_of(code.ptr())];
+  if (slot.code == code.ptr()) slot = CodeSlot{};
+  const auto cached = g_codes.find(code.ptr());
+  if (cached != g_codes.end()) {
+    g_codes.erase(cached);
+    Py_DECREF(code.ptr());
+  }
+}
+
 }  // namespace
 
 void bind_python_tracer(py::module_& m) {
@@ -474,6 +491,9 @@ void bind_python_tracer(py::module_& m) {
         "(whether this thread is traced, how many other threads keep another profile function). "
         "own_prefix: profkit's package directory, whose code is left out; pass_through: code objects "
         "of profkit's that call the user's code, whose Python callees are recorded.");
+  m.def("python_tracer_pass_through", &add_pass_through, py::arg("code"),
+        "While tracing: a code object of profkit's, made since python_tracer_start, that calls the user's code "
+        "(its Python callees are recorded), as python_tracer_start's pass_through.");
   m.def("python_tracer_adopt", &adopt, py::arg("frame"),
         "From a thread started while tracing, in its threading profile hook: traces this thread from the "
         "call of `frame` on (or, when tracing is over, removes the hook).");

@@ -58,6 +58,8 @@ def current_step() -> int: ...
 # ---- with_stack's Python call tracer -----------------------------------------
 def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> Tuple[bool, int]:
     """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not)."""
+def python_tracer_pass_through(code: CodeType) -> None:
+    """While tracing: profkit code made since python_tracer_start that calls the user's code (callees recorded)."""
 def python_tracer_adopt(frame: FrameType) -> None:
     """In a new thread's threading profile hook: traces the thread from `frame`'s call on."""
 def python_tracer_stop() -> int:

@@ -46,6 +46,8 @@ def calls_user_code(function: F) -> F:
     decorator's inner function): with_stack leaves the function out but
     records the Python code it calls. Returns the function unchanged."""
     _PASS_THROUGH.add(function.__code__)
+    if _tracing:  # made in a window (a wrapper made as it opened): the tracer learns of it now
+        _C.python_tracer_pass_through(function.__code__)
     return function
 
 

@@ -73,3 +73,31 @@ def test_the_example_writes_a_flame_graph_of_the_python_code_and_its_operators(p
     assert all(frame in line for line in convolutions)  # the model's forward() is on every stack of conv2d
     assert all(int(line.rsplit(" ", 1)[1]) > 0 for line in lines)
 
+
+def helper_called_by_forward(t):
+    return t * 2
+
+
+class CallsAHelper(nn.Module):
+    def forward(self, x):
+        return helper_called_by_forward(x)
+
+
+def frame_name(function):
+    code = function.__code__
+    qualname = code.co_qualname if sys.version_info >= (3, 11) else code.co_name
+    return f"{code.co_filename}({code.co_firstlineno}): {qualname}"
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_the_first_window_records_the_users_calls_inside_modules(pk_torch, backend):
+    # With the pure-Python recorder, nn.Module.__call__'s wrapper is made as
+    # the first window opens, after the tracer took profkit's pass-through
+    # code: it read as profkit's own, and nothing under any module call was
+    # recorded in that window (a run with one window showed no model code).
+    with pk_torch.enable(backend=backend):
+        with profkit.Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+            CallsAHelper()(torch.randn(2, 4))
+    names = set(prof.profiler_result.events["name"])
+    assert {frame_name(CallsAHelper.forward), frame_name(helper_called_by_forward)} <= names
+
