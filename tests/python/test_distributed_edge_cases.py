@@ -230,3 +230,47 @@ def test_ddp_wait_holds_the_finalizer_with_the_native_hook_on(torch_hook_cache):
     report = json.loads(process.stdout.strip().splitlines()[-1])
     assert report["wait_inside"] == []
     assert report["copies_inside_the_wait"] and all(report["copies_inside_the_wait"])
+
+
+_TWO_DDP_MODELS = textwrap.dedent(
+    """
+    import json
+    import warnings
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    import profkit
+    from profkit.integrations import torch_distributed
+
+    warnings.simplefilter("error", RuntimeWarning)  # a crosswise end warns
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    enc = torch_distributed.instrument_ddp(DistributedDataParallel(torch.nn.Linear(8, 8)))
+    dec = torch_distributed.instrument_ddp(DistributedDataParallel(torch.nn.Linear(8, 2)))
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        for _ in range(2):
+            dec(enc(torch.randn(4, 8))).sum().backward()
+            prof.step()
+    e = prof.profiler_result.events
+    waits = [(int(s), int(t), int(p)) for n, s, t, p in zip(e["name"], e["start_ns"], e["end_ns"], e["parent"])
+             if n == "DDP wait for all_reduce"]
+    print(json.dumps({"waits": waits, "unfinished": int(prof.profiler_result.info["unfinished_events"])}))
+    dist.destroy_process_group()
+    """
+)
+
+
+def test_two_ddp_models_in_one_backward_get_a_wait_each_one_after_the_other():
+    # Each DDP queues its wait's end at the back of autograd's final
+    # callbacks: the first model's wait ended after the second's finalizer,
+    # across the second's wait (a RuntimeWarning on every rank, every step).
+    pytest.importorskip("torch.distributed", reason="needs torch.distributed")
+    process = subprocess.run(
+        [sys.executable, "-c", _TWO_DDP_MODELS], capture_output=True, text=True, timeout=300, env=dict(os.environ)
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    report = json.loads(process.stdout.strip().splitlines()[-1])
+    waits = sorted(report["waits"])
+    assert len(waits) == 4 and report["unfinished"] == 0
+    for (start, end, _), (next_start, _, _) in zip(waits, waits[1:]):
+        assert end <= next_start  # one after the other, none inside another
+

@@ -60,6 +60,7 @@ imports without torch; ``enable()`` and ``instrument_ddp()`` raise a clear
 error when torch (or torch.distributed) is not available.
 """
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -332,6 +333,16 @@ def is_enabled() -> bool:
     return bool(_originals)
 
 
+class _DdpWaits(threading.local):
+    """The DDP wait events open on a thread (final callbacks of a backward pass run on one)."""
+
+    def __init__(self) -> None:
+        self.open: List[RecordEvent] = []
+
+
+_ddp_waits = _DdpWaits()
+
+
 def _mark_ddp_wait(engine: Any, buckets: int) -> None:
     """Records DDP's wait for its gradient all-reduces at the end of backward.
 
@@ -349,19 +360,34 @@ def _mark_ddp_wait(engine: Any, buckets: int) -> None:
     taken as the one the range's end closes -- the wait would be recorded as
     the node's time and the marker cut to microseconds.
     CPU only: on CUDA that wait is a stream wait, not a CPU one.
+
+    Several DDP models in one backward pass (an encoder and a decoder
+    wrapped apart) queue begin A, finalizer A, begin B, finalizer B, and
+    each end goes to the back of the queue: A's wait would end after B's
+    finalizer, across B's wait. So a wait that begins ends the ones still
+    open before it on the thread, whose finalizers have run by then.
     """
     event = RecordEvent(DDP_WAIT_NAME, COMMUNICATION)
+    open_waits = _ddp_waits.open
 
     def end() -> None:
+        if event not in open_waits:
+            return  # ended when a later model's wait began
+        open_waits.remove(event)
         try:
             event.end()
         except RuntimeError:  # pragma: no cover - the callback ran on another thread: leave it out
             pass
 
     def begin_before_finalizer() -> None:
+        while open_waits:  # an earlier model's wait in this backward pass: its finalizer is done
+            earlier = open_waits.pop()
+            with contextlib.suppress(RuntimeError):
+                earlier.end()
         if not _C.is_recording():
             return  # the window closed since the launch
         event.begin()
+        open_waits.append(event)
         _C.event_arg_int(arg_key("buckets"), buckets)
         try:
             engine.queue_callback(end)
