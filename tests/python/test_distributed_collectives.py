@@ -153,6 +153,23 @@ def test_a_failing_call_still_ends_its_event_and_raises(group):
     assert result.info["unmatched_ends"] == 0
 
 
+def test_a_rank_left_out_of_the_group_records_no_collective(group):
+    # new_group() gives a rank it leaves out a marker group; torch then only
+    # warns and returns. It was recorded as a collective with its bytes,
+    # which the cross-rank view counted.
+    from torch.distributed.distributed_c10d import GroupMember
+
+    def body():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's "does not belong to the given group"
+            dist.all_reduce(t(16), group=GroupMember.NON_GROUP_MEMBER)
+            dist.barrier(group=GroupMember.NON_GROUP_MEMBER)
+        dist.all_reduce(t(16))  # a member's call: recorded
+
+    comm, _ = recorded(body)
+    assert [n for n, _ in comm] == ["all_reduce"] and comm[0][1]["group_size"] == 1
+
+
 def test_p2pop_accepts_the_wrapped_functions(group):
     op = dist.P2POp(dist.isend, t(), 0)
     assert op.op is torch_distributed._originals["isend"]

@@ -188,11 +188,14 @@ def _payloads(bound: Dict[str, Any], names: Sequence[str], tensor: Any) -> Tuple
 class Call:
     """The facts of one call, for the event's arguments and in-flight tracking."""
 
-    __slots__ = ("args", "cpu")
+    __slots__ = ("args", "cpu", "member")
 
     def __init__(self) -> None:
         self.args: List[Tuple[str, Any]] = []
         self.cpu = False
+        # False when this rank is not in the call's group: torch then only
+        # warns and returns, and there is no collective to record.
+        self.member = True
 
 
 def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async: bool, args: tuple,
@@ -223,7 +226,9 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
         call.args.append(("dtype", _dtype_name(tensor.dtype)))
         call.cpu = tensor.device.type == "cpu"
     if spec.group is not None:
-        size = _group_size(bound.get(spec.group))
+        group = bound.get(spec.group)
+        call.member = not _not_a_member(group)
+        size = _group_size(group) if call.member else None
         if size is not None:
             call.args.append(("group_size", size))
     if spec.peer is not None and isinstance(bound.get(spec.peer), int):
@@ -243,6 +248,19 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
 def is_async(name: str, call: Call) -> bool:
     """Whether the call returned before its communication completed."""
     return name in _ALWAYS_ASYNC or ("async_op", 1) in call.args
+
+
+def _not_a_member(group: Any) -> bool:
+    """Whether ``group`` is what new_group() gives a rank it leaves out
+    (torch's own test, where there is one)."""
+    if group is None:
+        return False
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    not_in_group = getattr(c10d, "_rank_not_in_group", None)
+    try:
+        return bool(not_in_group(group)) if not_in_group is not None else False
+    except Exception:  # another torch: take it for a member, as before
+        return False
 
 
 def _group_size(group: Any) -> Optional[int]:

@@ -74,6 +74,7 @@ from ._collective_calls import (
     COMMUNICATION,
     DDP_WAIT_NAME,
     EVENT_NAMES,
+    Call,
     Spec,
     annotate,
     arg_key,
@@ -180,15 +181,20 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callab
         # fullgraph=True.
         if is_compiling() or not is_recording():
             return original(*args, **kwargs)
+        try:
+            call: Optional[Call] = describe(name, spec, params, has_async, args, kwargs)
+        except Exception:  # never let profiling break the call; record it without arguments
+            call = None
+        if call is not None and not call.member:
+            return original(*args, **kwargs)  # this rank is not in the group: torch only warns
         event = RecordEvent(event_name, COMMUNICATION)
         event.begin()
-        call = None
         try:
-            try:
-                call = describe(name, spec, params, has_async, args, kwargs)
-                annotate(call.args)
-            except Exception:  # never let profiling break the call; record it without arguments
-                call = None
+            if call is not None:
+                try:
+                    annotate(call.args)
+                except Exception:  # as above: the call goes on, with fewer arguments
+                    pass
             result = original(*args, **kwargs)
         finally:
             event.end()
