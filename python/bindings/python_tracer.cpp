@@ -438,12 +438,17 @@ void adopt(const py::object& frame) {
 // python_tracer_stop(): records this thread's open calls up to now and
 // removes the tracer from every thread (the other threads' open calls are
 // not recorded: they did not end in the window); releases the caches.
-// Returns how many threads stopped being traced early, out of memory.
-int stop() {
+// Returns (how many threads stopped being traced early, out of memory;
+// whether the program replaced the tracer on this thread during the window
+// -- sys.setprofile, cProfile -- after which its calls went unseen: the open
+// ones are then left out, their ends unknown, not stretched to the close).
+py::tuple stop() {
   PyThreadState* const own = PyThreadState_Get();
   ThreadTracer* const t = ThreadTracers::get();
+  const bool traced = t != nullptr && t->generation != 0 && t->generation == g_active.load(std::memory_order_relaxed);
+  const bool replaced = traced && own->c_profilefunc != on_call_event;
   if (t != nullptr) {
-    if (t->generation != 0 && t->generation == g_active.load(std::memory_order_relaxed)) {
+    if (traced && !replaced) {
       const uint64_t now = pk_now_ticks();
       for (auto it = t->open.rbegin(); it != t->open.rend(); ++it) record(*it, now);
     }
@@ -463,7 +468,7 @@ int stop() {
   release_caches();
   const int out_of_memory = g_threads_out_of_memory;
   g_threads_out_of_memory = 0;
-  return out_of_memory;
+  return py::make_tuple(out_of_memory, replaced);
 }
 
 // python_tracer_pass_through(code): a code object of profkit's that calls
@@ -498,8 +503,9 @@ void bind_python_tracer(py::module_& m) {
         "From a thread started while tracing, in its threading profile hook: traces this thread from the "
         "call of `frame` on (or, when tracing is over, removes the hook).");
   m.def("python_tracer_stop", &stop,
-        "Records this thread's open calls up to now and stops tracing every thread; returns how many threads "
-        "stopped being traced earlier because memory ran out.");
+        "Records this thread's open calls up to now and stops tracing every thread; returns (how many threads "
+        "stopped being traced earlier because memory ran out, whether the program replaced the tracer on this "
+        "thread during the window).");
 }
 
 }  // namespace profkit_py

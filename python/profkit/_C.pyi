@@ -62,8 +62,9 @@ def python_tracer_pass_through(code: CodeType) -> None:
     """While tracing: profkit code made since python_tracer_start that calls the user's code (callees recorded)."""
 def python_tracer_adopt(frame: FrameType) -> None:
     """In a new thread's threading profile hook: traces the thread from `frame`'s call on."""
-def python_tracer_stop() -> int:
-    """Records this thread's open calls up to now and stops tracing every thread; threads untraced for lack of memory."""
+def python_tracer_stop() -> Tuple[int, bool]:
+    """Records this thread's open calls up to now and stops tracing every thread; (threads untraced for lack of
+    memory, whether the program replaced the tracer on this thread)."""
 
 # ---- configuration ----------------------------------------------------------
 def set_memory_cap(bytes: int) -> None: ...

@@ -96,8 +96,14 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     elif not wanted and _tracing:
         if _threading_hook() is _adopt_new_thread:
             threading.setprofile(None)
-        out_of_memory = _C.python_tracer_stop()
+        out_of_memory, replaced = _C.python_tracer_stop()
         _tracing = False
+        if replaced:
+            warn_at_caller(
+                "profkit: with_stack stopped recording this thread's Python calls during this window: the program "
+                "set another profile function (sys.setprofile, cProfile) in it, which replaced profkit's. The "
+                "calls from then on, and those still open then, are missing from this window."
+            )
         if out_of_memory:
             warn_at_caller(
                 f"profkit: with_stack stopped recording the Python calls of {out_of_memory} thread(s) before this "

@@ -251,6 +251,34 @@ def test_calls_nested_past_the_depth_limit_are_dropped_with_a_warning_not_summed
     assert total_us <= (result.end_ns - result.start_ns) / 1000 + 1
 
 
+def test_a_profile_function_set_during_the_window_is_said_and_no_call_is_stretched_to_the_close():
+    # cProfile enabled mid-window replaces profkit's tracer on the thread:
+    # the calls still open then were recorded as lasting to the close (20 ms
+    # for a call of microseconds), and the calls after it went missing
+    # without a word.
+    import cProfile
+
+    other = cProfile.Profile()
+
+    def turn_on():
+        other.enable()
+
+    def body(prof):
+        leaf(10)
+        turn_on()
+        leaf(10)
+
+    try:
+        with pytest.warns(ProfilerWarning, match="set another profile function"):
+            result = record(body, with_stack=True)
+    finally:
+        other.disable()
+    names = set(result.events["name"])
+    assert frame_name(leaf) in names  # the call before, recorded
+    assert frame_name(turn_on) not in names  # open when replaced: its end is unknown
+    assert not any("enable" in str(n) for n in names)
+
+
 def test_a_call_that_raises_ends_where_the_exception_leaves_it():
     def raises():
         leaf(20)
