@@ -41,7 +41,7 @@ def test_threads_that_come_and_go_in_a_window_keep_every_event_under_a_small_cap
             prof.step()
     (result,) = results
     assert result.info["dropped_events"] == 0
-    assert sum(1 for name in result.to_pandas()["name"] if name == "brief") == 60
+    assert sum(1 for name in result.events["name"] if name == "brief") == 60
 
 
 def test_hundreds_of_windows_leave_no_files_open_and_give_their_memory_back(tmp_path):
@@ -171,7 +171,7 @@ def test_a_thread_that_filled_the_cap_in_one_window_leaves_room_for_others_in_th
     first, second = results
     assert first.info["dropped_events"] > 0
     assert second.info["dropped_events"] == 0
-    assert sum(1 for name in second.to_pandas()["name"] if name == "few") == 100
+    assert sum(1 for name in second.events["name"] if name == "few") == 100
 
 
 _EXIT_WITHOUT_STOP = """
