@@ -383,7 +383,7 @@ def test_a_path_with_a_nul_byte_is_refused_not_cut_short(saved, tmp_path):
         lambda: live.export_chrome_tracing(str(tmp_path / "a\0b.trace.json")),
         lambda: load_profiler_result(str(tmp_path / "a\0b.pktrace")),
     ):
-        with pytest.raises(ValueError, match="embedded null byte"):
+        with pytest.raises(ValueError, match="embedded null (byte|character)"):  # 3.13 says "character"
             call()
     assert os.listdir(tmp_path) == [os.path.basename(saved[1])]  # nothing written under "a"
 
