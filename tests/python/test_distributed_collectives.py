@@ -153,6 +153,14 @@ def test_a_failing_call_still_ends_its_event_and_raises(group):
     assert result.info["unmatched_ends"] == 0
 
 
+def test_a_peer_given_as_a_numpy_integer_is_recorded(group):
+    # Ranks often come from arrays; only a plain int was taken, the others left out.
+    import numpy as np
+
+    comm, _ = recorded(lambda: dist.broadcast(t(4), src=np.int64(0)))
+    assert comm == [("broadcast", {"bytes": 16, "dtype": "float32", "group_size": 1, "peer": 0, "async_op": 0})]
+
+
 def test_a_rank_left_out_of_the_group_records_no_collective(group):
     # new_group() gives a rank it leaves out a marker group; torch then only
     # warns and returns. It was recorded as a collective with its bytes,

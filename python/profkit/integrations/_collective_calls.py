@@ -12,6 +12,7 @@ name caches are dicts filled under the GIL, and ``ddp_context`` is per
 thread.
 """
 
+import numbers
 import sys
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -231,8 +232,9 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
         size = _group_size(group) if call.member else None
         if size is not None:
             call.args.append(("group_size", size))
-    if spec.peer is not None and isinstance(bound.get(spec.peer), int):
-        call.args.append(("peer", bound[spec.peer]))
+    peer = bound.get(spec.peer) if spec.peer is not None else None
+    if isinstance(peer, numbers.Integral) and not isinstance(peer, bool):  # a NumPy integer too
+        call.args.append(("peer", int(peer)))
     if name in _ALWAYS_ASYNC:
         call.args.append(("async_op", 1))
     elif has_async:
