@@ -225,9 +225,9 @@ TEST(ChromeExport, PlacementThroughTheCAbi) {
   EXPECT_EQ(access(dir.file("late.json").c_str(), F_OK), -1);  // nothing written
 }
 
-// The trace's own start is the window's when that comes first: a base at the
-// first event is then refused, and the error must name what it is after.
-TEST(ChromeExport, ABaseAfterTheWindowsStartIsRefusedNamingTheWindowsStart) {
+// A window over engine times [1000, 9000) ns, wall clock = engine + 500 ns,
+// holding one operator at [5000, 6000).
+std::unique_ptr<Result> window_with_one_operator() {
   ResultInfo info;
   info.start_ns = 1000;
   info.end_ns = 9000;
@@ -235,7 +235,13 @@ TEST(ChromeExport, ABaseAfterTheWindowsStartIsRefusedNamingTheWindowsStart) {
   ResultBuilder b(info);
   b.add_string("");
   b.add_event(b.thread(1), {5000, 6000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
-  auto r = b.finish();
+  return b.finish();
+}
+
+// The trace's own start is the window's when that comes first: a base at the
+// first event is then refused, and the error must name what it is after.
+TEST(ChromeExport, ABaseAfterTheWindowsStartIsRefusedNamingTheWindowsStart) {
+  auto r = window_with_one_operator();
   TempDir dir;
   ChromeOptions o;
   o.use_time_base = true;
@@ -282,14 +288,7 @@ TEST(ChromeExport, ABaseAfterAFirstEventBeforeTheWindowIsRefusedNamingThatEvent)
 // returned PK_OK), which load then refused; it refuses them itself now,
 // before making any file.
 TEST(ChromeExport, ABaseTooEarlyForTheTracesTimesIsRefusedAndTheEarliestThatFitsLoadsBack) {
-  ResultInfo info;
-  info.start_ns = 1000;
-  info.end_ns = 9000;
-  info.clock_offset_ns = 500;
-  ResultBuilder b(info);
-  b.add_string("");
-  b.add_event(b.thread(1), {5000, 6000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
-  auto r = b.finish();
+  auto r = window_with_one_operator();
   TempDir dir;
   ChromeOptions o;
   o.use_time_base = true;
