@@ -128,6 +128,16 @@ def test_async_collective_gets_an_in_flight_event_on_its_own_lane(group):
     assert lanes["all_reduce"] != torch_distributed.IN_FLIGHT_THREAD_NAME
 
 
+def test_an_async_barrier_gets_an_in_flight_event_too(group):
+    # A barrier has no tensor to tell its device by: it was never tracked,
+    # although on gloo it runs on the CPU like the other collectives.
+    def body():
+        dist.barrier(async_op=True).wait()
+
+    comm, _ = recorded(body)
+    assert [n for n, _ in comm] == ["barrier", "barrier (in flight)"]
+
+
 def test_work_still_in_flight_when_the_window_closes_is_finished_first(group):
     # No wait() before stop(): the Profiler's window-end hook lets the waiter record it.
     comm, _ = recorded(lambda: dist.all_reduce(t(), async_op=True))
@@ -284,6 +294,10 @@ def run(rank, init, out):
         else:
             dist.recv(x, src=0)
             dist.send(x, dst=0)
+        if rank == 0:
+            dist.send(x, dst=1)
+        else:
+            dist.recv(x)  # from any source: the sender is known when it returns
         work = dist.isend(x, dst=peer) if rank == 0 else dist.irecv(x, src=peer)
         work.wait()
         # Uneven on purpose (rank 0 sends 64 floats, receives 32): sent and received bytes differ.
@@ -324,8 +338,9 @@ def test_point_to_point_calls_between_two_processes(tmp_path):
         by_name = {}
         for name, args in doc["events"]:
             by_name.setdefault(name, []).append(args)
-        assert by_name["send"] == [{"bytes": 1024, "dtype": "float32", "group_size": 2, "peer": 1 - rank}]
-        assert by_name["recv"] == [{"bytes": 1024, "dtype": "float32", "group_size": 2, "peer": 1 - rank}]
+        one = {"bytes": 1024, "dtype": "float32", "group_size": 2, "peer": 1 - rank}
+        assert by_name["send"] == [one] * (2 if rank == 0 else 1)
+        assert by_name["recv"] == [one] * (1 if rank == 0 else 2)  # the one from any source too
         single = "isend" if rank == 0 else "irecv"
         assert by_name[single][0]["async_op"] == 1 and by_name[single][0]["bytes"] == 1024
         # The isend's tensor is sent, the irecv's received (not both counted as sent).

@@ -223,11 +223,13 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
             call.args.append(("out_bytes", received))
     elif received is not None:
         call.args.append(("bytes", received))
+    group = bound.get(spec.group) if spec.group is not None else None
     if tensor is not None:
         call.args.append(("dtype", _dtype_name(tensor.dtype)))
         call.cpu = tensor.device.type == "cpu"
+    elif name == "barrier":  # no tensor of the caller's: where it runs is the group's backend
+        call.cpu = _backend_runs_on_the_cpu(group)
     if spec.group is not None:
-        group = bound.get(spec.group)
         call.member = not _not_a_member(group)
         size = _group_size(group) if call.member else None
         if size is not None:
@@ -250,6 +252,14 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
 def is_async(name: str, call: Call) -> bool:
     """Whether the call returned before its communication completed."""
     return name in _ALWAYS_ASYNC or ("async_op", 1) in call.args
+
+
+def _backend_runs_on_the_cpu(group: Any) -> bool:
+    """Whether ``group`` (None: the default one) communicates with gloo, on the CPU."""
+    try:
+        return sys.modules["torch.distributed"].get_backend(group) == "gloo"
+    except Exception:  # not initialized, not a member, another torch: not tracked
+        return False
 
 
 def _not_a_member(group: Any) -> bool:

@@ -196,6 +196,8 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callab
                 except Exception:  # as above: the call goes on, with fewer arguments
                     pass
             result = original(*args, **kwargs)
+            if call is not None and name == "recv" and isinstance(result, int) and "peer" not in dict(call.args):
+                annotate([("peer", result)])  # from any source (src=None): torch returns the sender's rank
         finally:
             event.end()
         if call is not None and call.cpu and result is not None and is_async(name, call):
