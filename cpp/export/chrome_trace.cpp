@@ -66,16 +66,22 @@ uint64_t placement_shift_ns(const Result& r, const ChromeOptions& options) {
   return static_cast<uint64_t>(own_base_wall) - static_cast<uint64_t>(options.time_base_wall_ns);
 }
 
-// The latest time the file holds, and what holds it (for the error).
+// The latest time the file holds, and what holds it (for the error; named
+// only then: this runs over every event of every export).
 struct LatestTime {
   uint64_t ns = 0;
-  std::string what;
+  const char* kind = nullptr;  // nullptr: the recording window's end
+  size_t index = 0;
+
+  std::string what() const {
+    return kind == nullptr ? "the recording window's end" : std::string(kind) + " " + std::to_string(index);
+  }
 };
 
 LatestTime latest_time_ns(const Result& r) {
-  LatestTime latest{r.info.end_ns, "the recording window's end"};
+  LatestTime latest{r.info.end_ns};
   auto consider = [&](uint64_t ns, const char* kind, size_t index) {
-    if (ns > latest.ns) latest = {ns, std::string(kind) + " " + std::to_string(index)};
+    if (ns > latest.ns) latest = {ns, kind, index};
   };
   for (size_t i = 0; i < r.host_events.size(); ++i) {
     consider(std::max(r.host_events[i].start_ns, r.host_events[i].end_ns), "host event", i);
@@ -97,7 +103,7 @@ void check_times_fit(const Result& r, uint64_t shift_ns, const ChromeOptions& op
   constexpr uint64_t kLatest = static_cast<uint64_t>(INT64_MAX);
   const LatestTime latest = latest_time_ns(r);
   if (latest.ns > kLatest) {
-    throw Error(PK_ERR_TOO_LARGE, "chrome export: " + latest.what + " reaches " + std::to_string(latest.ns) +
+    throw Error(PK_ERR_TOO_LARGE, "chrome export: " + latest.what() + " reaches " + std::to_string(latest.ns) +
                                       " ns, past the " + std::to_string(kLatest) +
                                       " ns of the engine clock that a Chrome trace holds (its times were not "
                                       "taken from pk_now_ns / pk_now_ticks?); pk_result_save keeps it");

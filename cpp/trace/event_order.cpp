@@ -66,13 +66,15 @@ size_t drop_nested_too_deep(std::vector<pk_host_event>& events) {
   std::vector<uint64_t> open_ends;  // as nest_by_containment: the enclosing events' ends
   size_t kept = 0;
   for (size_t i = 0; i < events.size(); ++i) {
-    const pk_host_event& e = events[i];
-    while (!open_ends.empty() && open_ends.back() < e.end_ns) open_ends.pop_back();
-    // What encloses a dropped event is deeper than it: dropped too, and no
+    const uint64_t end_ns = events[i].end_ns;
+    while (!open_ends.empty() && open_ends.back() < end_ns) open_ends.pop_back();
+    // What a dropped event encloses is deeper than it: dropped too, and no
     // kept event is ever below a dropped one.
     const bool too_deep = open_ends.size() > kDeepest;
-    open_ends.push_back(e.end_ns);
-    if (!too_deep) events[kept++] = e;
+    open_ends.push_back(end_ns);
+    if (too_deep) continue;
+    if (kept != i) events[kept] = events[i];  // moved up only once something was dropped
+    ++kept;
   }
   const size_t dropped = events.size() - kept;
   events.resize(kept);
