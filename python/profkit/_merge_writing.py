@@ -133,21 +133,20 @@ def with_number(head: str, key: str, change: Callable[[str], str]) -> str:
     return head[:start] + change(head[start:end]) + head[end:]
 
 
-_DIGITS = re.compile(r"[0-9]+")
-
-
 def shift_ts(text: str, shift_ns: int) -> str:
     """A ts in µs with a 3-digit fraction, plus shift_ns, in the same format.
 
     The sign belongs to the whole number: -14405.375 is -14405 µs and -375 ns."""
     negative = text.startswith("-")
     whole, _, fraction = text[1:].partition(".") if negative else text.partition(".")
-    if not _DIGITS.fullmatch(whole) or not _DIGITS.fullmatch(fraction or "0"):
-        raise ValueError(f"the ts {text!r} is not a number of microseconds")  # int() would take "1_0" and " 1"
+    # ASCII digits only: int() would take "1_0", " 1" and other scripts' digits.
+    if not (text.isascii() and whole.isdigit() and (fraction.isdigit() or not fraction)):
+        raise ValueError(f"the ts {text!r} is not a number of microseconds")
     ns = int(whole) * 1000 + int((fraction + "000")[:3])
     ns = (-ns if negative else ns) + shift_ns
-    us, rest = divmod(abs(ns), 1000)
-    return "%s%d.%03d" % ("-" if ns < 0 else "", us, rest)
+    if ns >= 0:
+        return "%d.%03d" % divmod(ns, 1000)
+    return "-%d.%03d" % divmod(-ns, 1000)
 
 
 class LineRewriter:
