@@ -160,7 +160,41 @@ def test_a_failing_call_still_ends_its_event_and_raises(group):
 
     comm, result = recorded(body)
     assert [n for n, _ in comm] == ["all_reduce"]
+    # The event says the call failed, and how.
+    assert comm[0][1]["error"] in ("TypeError", "RuntimeError", "ValueError")
     assert result.info["unmatched_ends"] == 0
+
+
+def test_a_completed_call_has_no_error_argument(group):
+    comm, _ = recorded(lambda: dist.all_reduce(t(4)))
+    assert "error" not in comm[0][1]
+
+
+def test_a_work_that_fails_in_flight_is_marked(group):
+    # The in-flight waiter swallowed a work's failure (the caller sees it on
+    # its own wait), so the event read as a completed collective. A work
+    # whose future fails: torch's own Future, failed as gloo fails one.
+    from profkit.integrations import _collectives_in_flight
+
+    class FailedWork:
+        def __init__(self):
+            self.future = torch.futures.Future()
+            self.future.set_exception(RuntimeError("peer closed the connection"))
+
+        def get_future(self):
+            return self.future
+
+    def body():
+        _collectives_in_flight.track("all_reduce", FailedWork(), [("bytes", 16)])
+        assert torch_distributed.wait_in_flight(10)
+
+    comm, _ = recorded(body)
+    assert comm == [("all_reduce (in flight)", {"bytes": 16, "error": "RuntimeError"})]
+
+
+def test_a_peer_given_as_a_group_rank_on_the_default_group(group):
+    comm, _ = recorded(lambda: dist.broadcast(t(4), group_src=0))
+    assert comm[0][1]["peer"] == 0
 
 
 def test_a_peer_given_as_a_numpy_integer_is_recorded(group):
@@ -287,7 +321,10 @@ def run(rank, init, out):
     torch_distributed.enable()
     peer = 1 - rank
     x = torch.ones(256)
+    only_rank_1 = dist.new_group([1])  # its group rank 0 is global rank 1
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        if rank == 1:
+            dist.broadcast(x, group_src=0, group=only_rank_1)
         if rank == 0:
             dist.send(x, dst=1)
             dist.recv(x, src=1)
@@ -348,5 +385,7 @@ def test_point_to_point_calls_between_two_processes(tmp_path):
         assert by_name["batch_isend_irecv"] == [
             {"bytes": sent, "out_bytes": received, "dtype": "float32", "async_op": 1, "ops": 2}
         ]
+        # A peer given as a rank of the group (group_src) is recorded as the global rank.
+        assert by_name.get("broadcast") == ([{**one, "group_size": 1, "peer": 1, "async_op": 0}] if rank == 1 else None)
         # gloo's send/recv works have no future: no in-flight events, and (above all) no hang.
         assert not [name for name in by_name if name.endswith("(in flight)")]

@@ -4,7 +4,7 @@
 for each, which parameters hold what this rank sends and receives.
 ``describe()`` turns one call's arguments into the event's arguments
 (``bytes``, ``out_bytes``, ``dtype``, ``group_size``, ``peer``,
-``async_op``, ``ops``, ``ddp_bucket``); ``annotate()`` attaches them to the
+``async_op``, ``ops``, ``ddp_bucket``, ``error``); ``annotate()`` attaches them to the
 event open on the calling thread.
 
 Thread-safety: ``describe()`` and ``annotate()`` run on any thread; the
@@ -28,6 +28,7 @@ __all__ = [
     "Call",
     "describe",
     "annotate",
+    "annotate_failure",
     "is_async",
     "ddp_context",
     "arg_key",
@@ -54,7 +55,10 @@ class Spec:
         self.received = tuple(received)  # -> "out_bytes" (or "bytes" when nothing is sent)
         # A list of P2POps: each one's tensor is sent or received by its op.
         self.p2p_ops = p2p_ops
-        self.peer = peer
+        self.peer = peer  # a global rank: "src" or "dst"
+        # The same peer as a rank within ``group`` (torch 2.6+: group_src /
+        # group_dst), recorded as the global rank it stands for.
+        self.group_peer = {"src": "group_src", "dst": "group_dst"}.get(peer or "")
         self.group = group
         self.positional = positional  # a builtin without a signature
 
@@ -234,9 +238,9 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
         size = _group_size(group) if call.member else None
         if size is not None:
             call.args.append(("group_size", size))
-    peer = bound.get(spec.peer) if spec.peer is not None else None
-    if isinstance(peer, numbers.Integral) and not isinstance(peer, bool):  # a NumPy integer too
-        call.args.append(("peer", int(peer)))
+    peer = _peer(bound, spec, group)
+    if peer is not None:
+        call.args.append(("peer", peer))
     if name in _ALWAYS_ASYNC:
         call.args.append(("async_op", 1))
     elif has_async:
@@ -247,6 +251,31 @@ def describe(name: str, spec: Spec, params: Optional[Tuple[str, ...]], has_async
     if bucket is not None:
         call.args.append(("ddp_bucket", bucket))
     return call
+
+
+def _rank(value: Any) -> Optional[int]:
+    """``value`` as a rank: an int, a NumPy integer too; None for anything else."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def _peer(bound: Dict[str, Any], spec: Spec, group: Any) -> Optional[int]:
+    """The global rank of the call's src or dst, however it was given."""
+    if spec.peer is None:
+        return None
+    peer = _rank(bound.get(spec.peer))
+    if peer is not None or spec.group_peer is None:
+        return peer
+    group_rank = _rank(bound.get(spec.group_peer))
+    if group_rank is None:
+        return None
+    if group is None:  # the default group: its ranks are the global ones
+        return group_rank
+    try:
+        return int(sys.modules["torch.distributed"].get_global_rank(group, group_rank))
+    except Exception:  # not a rank of the group: torch raises on the call itself
+        return None
 
 
 def is_async(name: str, call: Call) -> bool:
@@ -302,3 +331,13 @@ def annotate(args: Sequence[Tuple[str, Any]]) -> None:
             _C.event_arg_str(arg_key(name), value)
         else:
             _C.event_arg_int(arg_key(name), int(value))
+
+
+def annotate_failure(error: BaseException) -> None:
+    """Marks the event open on this thread as a call that failed: an
+    ``error`` argument naming the exception's type. The event keeps its time
+    (the rank spent it), and the trace shows which calls did not complete."""
+    try:
+        _C.event_arg_str(arg_key("error"), type(error).__name__)
+    except Exception:  # never mask the call's own exception
+        pass

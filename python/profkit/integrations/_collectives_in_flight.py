@@ -25,7 +25,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import _C
 from .._C import RecordEvent
-from ._collective_calls import COMMUNICATION, annotate
+from ._collective_calls import COMMUNICATION, annotate, annotate_failure
 
 __all__ = ["IN_FLIGHT_SUFFIX", "IN_FLIGHT_THREAD_NAME", "WINDOW_END_WAIT_S", "track", "wait_in_flight", "finish_in_flight"]
 
@@ -135,11 +135,15 @@ class _Waiter:
             event.begin()
             try:
                 annotate(args)
+                failure: Optional[BaseException] = None
                 for future in futures:
                     try:
                         future.wait()  # any number of threads may wait on a future
-                    except Exception:  # the caller sees the failure on its own wait
-                        pass
+                    except Exception as error:  # the caller sees it on its own wait; the event notes it
+                        failure = failure or error
+                if failure is not None:
+                    annotate_failure(failure)
+                del failure
             finally:
                 event.end()
                 self._current = None

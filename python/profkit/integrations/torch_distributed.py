@@ -15,7 +15,9 @@ What is recorded, while a profkit recording window is open:
   reduces; for recv/irecv the tensor it receives), ``out_bytes`` (the output
   buffers, when they are separate: all_gather, gather, reduce_scatter,
   all_to_all...), ``dtype``, ``group_size``, ``async_op`` and, where there
-  is one, ``peer`` (src/dst). A blocking call's event spans the whole call.
+  is one, ``peer`` (src/dst; a group_src/group_dst is recorded as the global
+  rank it stands for). A blocking call's event spans the whole call; a call
+  that raised gets ``error`` (the exception's type name).
 - An asynchronous call (``async_op=True``, isend/irecv, batch_isend_irecv)
   returns at once, so its event only spans the launch. For CPU tensors
   (gloo), a second event "<name> (in flight)" on the thread
@@ -23,7 +25,7 @@ What is recorded, while a profkit recording window is open:
   picks the work up (microseconds after the launch; or when the work
   launched before it completes, since the waiter takes them in order) until
   the work completes — the time the communication was really under way, for
-  the Distributed Summary's Overlap. The waiter waits on the work's future,
+  the Distributed Summary's Overlap; ``error`` marks a work that failed. The waiter waits on the work's future,
   never on the work: gloo's send/recv works have no future and wake only
   one waiter, so isend/irecv on gloo get no in-flight event (waiting on them
   too would hang the caller's own wait). CUDA tensors get none either:
@@ -77,6 +79,7 @@ from ._collective_calls import (
     Call,
     Spec,
     annotate,
+    annotate_failure,
     arg_key,
     ddp_context,
     describe,
@@ -195,7 +198,11 @@ def _make_wrapper(name: str, original: Callable[..., Any], spec: Spec) -> Callab
                     annotate(call.args)
                 except Exception:  # as above: the call goes on, with fewer arguments
                     pass
-            result = original(*args, **kwargs)
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as error:
+                annotate_failure(error)
+                raise
             if call is not None and name == "recv" and isinstance(result, int) and "peer" not in dict(call.args):
                 annotate([("peer", result)])  # from any source (src=None): torch returns the sender's rank
         finally:
