@@ -10,7 +10,12 @@ namespace profkit_py {
 
 namespace {
 
-std::unique_ptr<Result> collect() {
+// With `into` (a list), the Result is also appended to it before the call
+// returns: CPython runs signal handlers right after a call returns, so a
+// Ctrl-C landing during a long collect raises before the caller can store
+// what it returned, and the window (already taken from the engine) would be
+// lost. The list holds it whatever happens next.
+py::object collect(py::object into) {
   pk_result* r = nullptr;
   pk_status status;
   {
@@ -18,7 +23,9 @@ std::unique_ptr<Result> collect() {
     status = pk_collect(&r);
   }
   check(status);
-  return std::make_unique<Result>(r);
+  py::object result = py::cast(std::make_unique<Result>(r));
+  if (!into.is_none()) into.cast<py::list>().append(result);
+  return result;
 }
 
 std::unique_ptr<Result> load(const std::string& path) {
@@ -108,7 +115,8 @@ py::list result_devices(const Result& self) {
 }  // namespace
 
 void bind_result(py::module_& m, py::class_<Result>& result) {
-  m.def("collect", &collect, "Takes everything recorded since the last collect");
+  m.def("collect", &collect, py::arg("into") = py::none(),
+        "Takes everything recorded since the last collect (also appended to the list `into`, if given)");
   m.def("load", &load, py::arg("path"), "Loads a .pktrace file (verified) or a Chrome trace JSON profkit wrote");
 
   py::class_<Column>(m, "Column", py::buffer_protocol())

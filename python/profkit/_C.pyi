@@ -147,8 +147,10 @@ class Result:
     @property
     def memory_op_details(self) -> Column: ...
 
-def collect() -> Result:
-    """Takes everything recorded since the last collect."""
+def collect(into: Optional[List[Result]] = None) -> Result:
+    """Takes everything recorded since the last collect; also appends it to
+    ``into`` (before returning, so that an exception raised as the call
+    returns, a Ctrl-C, cannot lose it)."""
 
 def load(path: str) -> Result:
     """Loads a .pktrace file (verified)."""

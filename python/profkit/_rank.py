@@ -17,12 +17,18 @@ from . import _C
 __all__ = ["detect_rank", "apply_rank"]
 
 
+#: The largest rank and world size the engine takes (pk_set_rank: int32).
+_MAX_RANK = 2**31 - 1
+
+
 def _env_int(name: str) -> Optional[int]:
+    """The variable as a rank or world size; None when unset or not one (a
+    launcher's value this is not: profiling goes on without it)."""
     try:
         value = int(os.environ[name])
     except (KeyError, ValueError):
         return None
-    return value if value >= 0 else None
+    return value if 0 <= value <= _MAX_RANK else None
 
 
 def detect_rank() -> Optional[Tuple[int, int]]:

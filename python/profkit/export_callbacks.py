@@ -9,15 +9,23 @@ began (local time), so both files of one window share their stem, however
 long the first export took. A window whose name is taken already (another
 window of the same worker began in the same microsecond) gets ``_1``,
 ``_2``... before the suffix. With ``use_gzip=True`` the Chrome JSON is
-written gzip-compressed, as ``.trace.json.gz``. The name is claimed with an empty file first;
-the engine writes a temporary file and renames it over that, so a crash
-never leaves half a file under the final name (at most an empty one).
+written gzip-compressed, as ``.trace.json.gz``.
+
+A file appears under its final name only once it is whole: the trace is
+written to a hidden file next to it and hard-linked to the first free name
+(a link, unlike a rename, never replaces a file already there), so a crash
+at any point leaves no file, half or empty, under a trace's name, where
+``profkit merge dir/*.trace.json`` would stumble on it. On a file system
+without hard links the name is claimed with an empty file and the trace
+renamed over it: the empty file exists only for the rename's instant.
 """
 
 import datetime
+import errno
 import os
 import socket
-from typing import TYPE_CHECKING, List, Optional
+import threading
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from . import _rank
 
@@ -76,13 +84,13 @@ def _make_dir(dir_name: str) -> None:
 def _reserve_path(dir_name: str, file_name: str, suffix: str) -> str:
     """Creates an empty file under a name no one else holds and returns its path.
 
-    Two windows of one worker that began in the same microsecond (two
-    Profilers, in threads or processes writing to one directory) get
-    ``_1``, ``_2``... before the suffix. Checking that a name is free is not
-    enough: the engine's rename into place replaces whatever file is there,
-    so two exporters that both found a name free would both write it, and
-    one trace would be lost. O_EXCL creation claims the name atomically; the
-    engine's rename then replaces our empty placeholder.
+    For file systems without hard links (_publish). Two windows of one
+    worker that began in the same microsecond (two Profilers, in threads or
+    processes writing to one directory) get ``_1``, ``_2``... before the
+    suffix. Checking that a name is free is not enough: a rename into place
+    replaces whatever file is there, so two exporters that both found a name
+    free would both write it, and one trace would be lost. O_EXCL creation
+    claims the name atomically; the rename then replaces our empty file.
     """
     stem = file_name[: -len(suffix)]
     k = 0
@@ -97,13 +105,50 @@ def _reserve_path(dir_name: str, file_name: str, suffix: str) -> str:
             raise OSError(e.errno, f"profkit: cannot create the trace file {path!r} ({e.strerror})") from e
 
 
-def _remove_placeholder(path: str) -> None:
-    """Removes the empty file _reserve_path made for an export that failed."""
+# link() errors that mean the file system has no hard links (FAT, some
+# FUSE and network file systems): publish by claim and rename instead.
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS, errno.EACCES}
+
+
+def _publish(written: str, dir_name: str, file_name: str, suffix: str) -> str:
+    """Gives the whole file ``written`` the first free name of ``file_name``'s
+    series (``_1``, ``_2``... as _reserve_path) and returns it."""
+    stem = file_name[: -len(suffix)]
+    k = 0
+    while True:
+        path = os.path.join(dir_name, file_name if k == 0 else f"{stem}_{k}{suffix}")
+        try:
+            os.link(written, path)
+        except FileExistsError:
+            k += 1
+            continue
+        except OSError as e:
+            if e.errno not in _NO_HARD_LINKS:
+                raise OSError(e.errno, f"profkit: cannot create the trace file {path!r} ({e.strerror})") from e
+            path = _reserve_path(dir_name, file_name, suffix)
+            os.replace(written, path)
+            return path
+        os.remove(written)
+        return path
+
+
+def _write_new_file(dir_name: str, file_name: str, suffix: str, write: Callable[[str], None]) -> str:
+    """Writes a trace through ``write(path)`` and publishes it under a free name
+    of ``file_name``'s series, only once whole; returns that name. Nothing is
+    left behind when ``write`` fails."""
+    # Hidden, and unique to this thread: exporters of other threads and
+    # processes write their own. The suffix is kept: it picks the format.
+    # (Not named after file_name: a name near NAME_MAX would not fit.)
+    written = os.path.join(dir_name, f".profkit-partial.{os.getpid()}.{threading.get_ident()}{suffix}")
     try:
-        if os.path.getsize(path) == 0:
-            os.remove(path)
-    except OSError:
-        pass  # gone already, or not ours to remove: the export's own error is what matters
+        write(written)
+        return _publish(written, dir_name, file_name, suffix)
+    except BaseException:
+        try:
+            os.remove(written)
+        except OSError:
+            pass  # never written, or gone: the export's own error is what matters
+        raise
 
 
 class TraceExporter:
@@ -142,12 +187,7 @@ class TraceExporter:
             worker = default_worker_name(result.info["rank"] if result is not None else None)
         _make_dir(self.dir_name)  # again: it may have been removed since
         file_name = trace_file_name(worker, self.suffix, _window_start_time(result))
-        path = _reserve_path(self.dir_name, file_name, self.suffix)
-        try:
-            prof.export(path, format=self.format)
-        except BaseException:
-            _remove_placeholder(path)
-            raise
+        path = _write_new_file(self.dir_name, file_name, self.suffix, lambda p: prof.export(p, format=self.format))
         self.paths.append(path)
 
     def __repr__(self) -> str:

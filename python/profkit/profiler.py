@@ -31,7 +31,7 @@ import os
 import sys
 import warnings
 import weakref
-from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from . import _C, _lifecycle, _multiprocessing_children, _python_stacks, _rank, _summary, _window_listeners
 from ._enums import ProfilerState, ProfilerTarget, SortedKeys, SummaryView
@@ -294,6 +294,10 @@ class Profiler:
         # not yet handed to _deliver (_undelivered). stop() delivers it.
         self._collect_owed = False
         self._undelivered: Optional["_C.Result"] = None
+        # What the engine's collect handed over, put here by _C.collect itself
+        # so that an exception raised as the call returns loses nothing;
+        # emptied once the result is in _undelivered.
+        self._collected: List["_C.Result"] = []
         self._runs = 0  # start()s so far: tells step() that on_trace_ready restarted the Profiler
         self._step_interrupted = False  # a step() was cut short: it began no step (_resume_after_interruption)
         self._in_callback = False
@@ -391,6 +395,7 @@ class Profiler:
         self._windows = 0
         self._collect_owed = False
         self._undelivered = None
+        self._collected.clear()
         self._step_interrupted = False
         self._perf_summary = None
         self._started = True
@@ -541,9 +546,13 @@ class Profiler:
         try:
             engine = ProfilerState(_C.get_state())
             self.current_state = engine
-            if self._collect_owed and not engine.is_recording:
-                self._undelivered = _C.collect()
+            if self._collect_owed:
+                if self._collected:  # the collect had returned: its window is here
+                    self._undelivered = self._collected[-1]
+                elif not engine.is_recording:
+                    self._undelivered = _C.collect(self._collected)
             self._collect_owed = False
+            self._collected.clear()
         except BaseException:
             pass
 
@@ -772,8 +781,9 @@ class Profiler:
             _C.set_state(transition.first.value)
         if transition.deliver:
             _rank.apply_rank()  # torch.distributed may have been initialized after start()
-            result = self._undelivered = _C.collect()
+            result = self._undelivered = _C.collect(self._collected)
             self._collect_owed = False
+            self._collected.clear()
         if transition.then is not None:
             self._set_engine_state(transition.then)
         return result

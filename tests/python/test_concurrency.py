@@ -335,6 +335,23 @@ def interrupt_once(monkeypatch, module, name, when=lambda *args: True):
     monkeypatch.setattr(module, name, maybe_interrupt)
 
 
+def interrupt_as_it_returns(monkeypatch, module, name):
+    """Makes module.name's first call raise KeyboardInterrupt after it has
+    done its work: where CPython runs the handler of a signal that arrived
+    during a call into C (a Ctrl-C during a long collect)."""
+    real = getattr(module, name)
+    armed = [True]
+
+    def call_then_interrupt(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if armed[0]:
+            armed[0] = False
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(module, name, call_then_interrupt)
+
+
 def step_through_interruptions(prof, steps):
     """A loop that catches a Ctrl-C and goes on (a notebook cell run again); the interruptions seen."""
     interruptions = 0
@@ -364,6 +381,10 @@ RECORD = profkit.ProfilerState.RECORD
         # Closed in the engine but not collected: collected while the
         # interruption is handled, delivered by the next step().
         ("in the collect", [[1, 2], [4, 5], [7, 8]]),
+        # The collect done, interrupted as it returned (a Ctrl-C during a
+        # long collect): the window it took from the engine was lost, and an
+        # empty one collected again in its place.
+        ("as the collect returns", [[1, 2], [4, 5], [7, 8]]),
     ],
 )
 def test_a_step_interrupted_anywhere_lets_the_loop_go_on(monkeypatch, where, windows_expected):
@@ -374,8 +395,10 @@ def test_a_step_interrupted_anywhere_lets_the_loop_go_on(monkeypatch, where, win
         interrupt_once(monkeypatch, _window_listeners, "notify", lambda prof, state: state is RECORD)
     elif where == "before the collect":
         interrupt_once(monkeypatch, _window_listeners, "notify_collect")
-    else:
+    elif where == "in the collect":
         interrupt_once(monkeypatch, _rank, "apply_rank", lambda: Profiler.active()._collect_owed)
+    else:
+        interrupt_as_it_returns(monkeypatch, _C, "collect")
     windows = Windows()
     prof = Profiler(scheduler=profkit.make_scheduler(closed=1, ready=0, record=2), on_trace_ready=windows)
     assert step_through_interruptions(prof, 9) == 1  # stops at step 9, CLOSED
@@ -389,7 +412,7 @@ def test_a_window_collected_before_an_interruption_is_delivered_first(monkeypatc
     # step(), before the windows after it.
     collected = []
     interrupt_once(monkeypatch, _window_listeners, "notify", lambda prof, state: state is RECORD and collected)
-    interrupt_once(monkeypatch, _C, "collect", lambda: collected.append(1) and False)
+    interrupt_once(monkeypatch, _C, "collect", lambda *args: collected.append(1) and False)
     windows = Windows()
     prof = Profiler(scheduler=profkit.make_scheduler(closed=0, ready=0, record=2), on_trace_ready=windows)
     assert step_through_interruptions(prof, 7) == 1  # stop() delivers [6, 7]

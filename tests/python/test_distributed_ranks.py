@@ -133,6 +133,19 @@ def test_detect_rank_from_the_environment(monkeypatch):
     assert detect_rank() is None
 
 
+def test_ranks_the_engine_cannot_hold_are_not_taken(monkeypatch):
+    # Past int32, pk_set_rank's type: start() failed with pybind11's
+    # "set_rank(): incompatible function arguments".
+    monkeypatch.setenv("RANK", "3000000000")
+    assert detect_rank() is None
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "4294967297")
+    assert detect_rank() == (1, -1)
+    with Profiler(on_trace_ready=lambda p: None) as prof:
+        prof.step()
+    assert prof.profiler_result.info["rank"] == 1
+
+
 def test_profiler_puts_the_rank_into_results_and_file_names(tmp_path, monkeypatch):
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")

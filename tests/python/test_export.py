@@ -1,6 +1,7 @@
 """Trace files and on_trace_ready callbacks (SPEC §4)."""
 
 import datetime
+import errno
 import json
 import os
 import pathlib
@@ -166,7 +167,51 @@ def test_an_export_of_the_same_microsecond_while_another_writes_gets_its_own_nam
     first(Window(write_first))
     assert first.paths[0] != second.paths[0]
     assert [pathlib.Path(p).read_text() for p in first.paths + second.paths] == ["first", "second"]
-    assert second.paths[0] == first.paths[0][: -len(".pktrace")] + "_1.pktrace"
+    # The one whole first has the name; the other the next of the series.
+    assert first.paths[0] == second.paths[0][: -len(".pktrace")] + "_1.pktrace"
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in first.paths + second.paths)
+
+
+def test_no_file_is_under_a_trace_name_until_it_is_whole(tmp_path):
+    # A crash (kill -9) in the middle of a long export left an empty file
+    # under the final name, which load_profiler_result and
+    # `profkit merge dir/*.trace.json` then refused.
+    exporter = export_chrome_tracing(str(tmp_path), "w")
+    seen_while_writing = []
+
+    def write(path):
+        write_as_the_engine_does(path, "{}")
+        seen_while_writing.extend(n for n in os.listdir(tmp_path) if not n.startswith("."))
+
+    exporter(Window(write))
+    assert seen_while_writing == []
+    assert os.listdir(tmp_path) == [os.path.basename(exporter.paths[0])]
+    assert pathlib.Path(exporter.paths[0]).read_text() == "{}"
+
+
+def test_a_write_interrupted_midway_leaves_nothing_behind(tmp_path):
+    exporter = export_chrome_tracing(str(tmp_path), "w", use_gzip=True)
+
+    def write_half(path):
+        pathlib.Path(path).write_text("{\"traceEvents\": [")  # as far as a crash lets it get
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        exporter(Window(write_half))
+    assert os.listdir(tmp_path) == [] and exporter.paths == []
+
+
+def test_without_hard_links_the_trace_is_renamed_into_a_claimed_name(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    (tmp_path / "w_time_2024_03_05_07_08_09_123456.pktrace").write_text("taken")
+    exporter = export_protobuf(str(tmp_path), "w")
+    exporter(Window(lambda p: write_as_the_engine_does(p, "mine")))
+    assert os.path.basename(exporter.paths[0]) == "w_time_2024_03_05_07_08_09_123456_1.pktrace"
+    assert sorted(os.listdir(tmp_path)) == ["w_time_2024_03_05_07_08_09_123456.pktrace", os.path.basename(exporter.paths[0])]
+    assert pathlib.Path(exporter.paths[0]).read_text() == "mine"
 
 
 def test_a_failed_export_leaves_no_file_and_frees_its_name(tmp_path):
