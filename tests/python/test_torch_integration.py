@@ -303,6 +303,78 @@ def test_record_function_ranges_and_torchs_own(pk_torch):
                for around in enclosing_types(events, "TinyNet.forward"))
 
 
+def ranges_by_name(prof):
+    """{name: (start_ns, end_ns)} of the window's user ranges (each name once)."""
+    events = events_of(prof)
+    kept = (events["type"] == int(TracerEventType.PythonUserDefined)) | (events["type"] == PROFILE_STEP)
+    return {str(e["name"]): (int(e["start_ns"]), int(e["end_ns"])) for e in events[kept]}
+
+
+def test_a_range_a_generator_holds_across_yield_keeps_its_own_times(pk_torch):
+    # A generator's record_function stays open across `yield`, so the
+    # caller's range, begun before it, ends first. Each end closed the
+    # engine's innermost event: the two ranges swapped their end times,
+    # silently. Now each keeps its own, as torch.profiler records them.
+    pk_torch.enable()
+
+    def batches():
+        with torch.profiler.record_function("produce"):
+            yield 1
+            torch.ones(2)
+
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        source = batches()
+        with torch.profiler.record_function("consume"):
+            next(source)
+            torch.ones(1)
+        next(source, None)
+    ranges = ranges_by_name(prof)
+    consume, produce = ranges["consume"], ranges["produce"]
+    assert consume[0] < produce[0] < consume[1] < produce[1]  # as they ran: overlapping, not nested
+    ones = [(int(e["start_ns"]), int(e["end_ns"])) for e in events_of(prof) if e["name"] == "aten::ones"]
+    assert len(ones) == 2 and consume[0] < ones[0][0] < ones[0][1] < consume[1] < ones[1][0] < produce[1]
+    assert prof.profiler_result.info["unmatched_ends"] == 0
+
+
+def test_ranges_ended_crosswise_and_among_record_events_keep_their_own_times(pk_torch):
+    pk_torch.enable()
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        a = torch.profiler.record_function("A")
+        b = torch.profiler.record_function("B")
+        a.__enter__()
+        b.__enter__()
+        a.__exit__(None, None, None)  # A ends while B, begun after it, is open
+        b.__exit__(None, None, None)
+        c = profkit.RecordEvent("C")
+        c.begin()
+        d = torch.profiler.record_function("D")
+        d.__enter__()
+        c.end()  # closed D's event in the engine, and D's end closed C's
+        d.__exit__(None, None, None)
+    ranges = ranges_by_name(prof)
+    assert ranges["A"][0] < ranges["B"][0] < ranges["A"][1] < ranges["B"][1]
+    assert ranges["C"][0] < ranges["D"][0] < ranges["C"][1] < ranges["D"][1]
+    info = prof.profiler_result.info
+    assert info["unmatched_ends"] == 0 and info["unfinished_events"] == 0
+
+
+def test_a_range_that_ends_on_another_thread_or_window_is_left_out(pk_torch):
+    pk_torch.enable()
+    held = torch.profiler.record_function("across windows")
+    prof = profkit.Profiler(scheduler=profkit.make_scheduler(closed=0, ready=0, record=1), on_trace_ready=lambda p: None)
+    windows = []
+    prof.on_trace_ready = lambda p: windows.append(ranges_by_name(p))
+    with prof:
+        held.__enter__()
+        with torch.profiler.record_function("inside"):
+            torch.ones(1)
+        prof.step()
+        held.__exit__(None, None, None)
+        prof.step()
+    assert all("across windows" not in window for window in windows)
+    assert "inside" in windows[0]
+
+
 def test_each_thread_has_its_own_top_level_forward(pk_torch):
     import threading
 

@@ -63,6 +63,7 @@
 #include "_torch_memory.h"
 #include "_torch_op_names.h"
 #include "_torch_thread_writers.h"
+#include "_torch_user_ranges.h"
 
 #include <pthread.h>
 
@@ -147,8 +148,7 @@ const char* input_shapes(const at::RecordFunction& fn) {
 // every optimizer step in it); "enumerate(DataLoader)#..." is left out (the
 // DATA_LOADING CallRange around the same __next__ records the fetch and its
 // reader time); any other range -> a PythonUserDefined event, as torch.profiler
-// shows them. The end callback classifies the same name again, so begins and
-// ends pair without per-range state.
+// shows them. Ranges left out are never listed, so their ends find nothing.
 constexpr char kOptimizerStep[] = "Optimizer.step#";
 constexpr char kDataLoaderNext[] = "enumerate(DataLoader)#";
 
@@ -157,29 +157,26 @@ bool starts_with(const char* text, const char (&prefix)[N]) {
   return std::strncmp(text, prefix, N - 1) == 0;
 }
 
-PK_HOOK_COLD void on_range_start(const at::RecordFunction& fn) {
+// Each range is recorded whole when it ends, with its own times, whatever
+// order the ends come in (_torch_user_ranges.h).
+PK_HOOK_COLD void on_range_start(const at::RecordFunction& fn, uint32_t window) {
   // An asynchronous range (a c10d Work's "gloo:all_reduce") ends on whatever
-  // thread completes the work: begun here, it would stay open on this
-  // thread's stack for good, and every window would count one unfinished
-  // event per collective. profkit's collective wrappers record those calls.
+  // thread completes the work. profkit's collective wrappers record those calls.
   if (fn.isAsync()) return;
   const char* name = fn.name();
   if (starts_with(name, kDataLoaderNext)) return;
   if (starts_with(name, kOptimizerStep)) {
-    pk_begin_event_str(name + sizeof kOptimizerStep - 1, PK_EVENT_OPTIMIZATION);
+    const char* step = name + sizeof kOptimizerStep - 1;
+    profkit_torch::user_range_begin(fn, profkit_torch::user_range_name_id(fn, step), PK_EVENT_OPTIMIZATION, window);
   } else {
-    pk_begin_event_str(name, PK_EVENT_PYTHON_USER_DEFINED);
+    profkit_torch::user_range_begin(fn, profkit_torch::user_range_name_id(fn, name), PK_EVENT_PYTHON_USER_DEFINED,
+                                    window);
   }
 }
 
-PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) {
-  if (fn.isAsync() || starts_with(fn.name(), kDataLoaderNext)) return;
-  // A range ended through a future may end on another thread: its begin
-  // stays open on the first thread (and is left out) rather than closing
-  // some other event here.
-  if (fn.threadId() != at::RecordFunction::currentThreadId()) return;
-  pk_end_event();
-}
+// A range ended through a future on another thread is not in that thread's
+// list: nothing is recorded for it.
+PK_HOOK_COLD void on_range_end(const at::RecordFunction& fn) { profkit_torch::user_range_end(fn); }
 
 // ---- the callbacks: operators first, user ranges off the hot path -------------------
 // An operator is recorded in the hook's own code through the engine's thread
@@ -225,7 +222,7 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start(const at::RecordFuncti
     return nullptr;
   }
   if (__builtin_expect(fn.scope() != at::RecordScope::FUNCTION, 0)) {
-    on_range_start(fn);
+    on_range_start(fn, window);
     return nullptr;
   }
   begin_operator(fn, window, operator_name_id(fn));
@@ -239,7 +236,7 @@ PK_HOOK_HOT std::unique_ptr<at::ObserverContext> on_start_with_inputs(const at::
     return nullptr;
   }
   if (fn.scope() != at::RecordScope::FUNCTION) {
-    on_range_start(fn);
+    on_range_start(fn, window);
     return nullptr;
   }
   // The writer's open event is the engine's innermost one: the arguments

@@ -53,6 +53,7 @@ SOURCES = [
     _HERE / "_torch_memory.cpp",
     _HERE / "_torch_op_names.cpp",
     _HERE / "_torch_thread_writers.cpp",
+    _HERE / "_torch_user_ranges.cpp",
 ]
 HEADERS = [
     _HERE / "_torch_call_ranges.h",
@@ -60,6 +61,7 @@ HEADERS = [
     _HERE / "_torch_memory.h",
     _HERE / "_torch_op_names.h",
     _HERE / "_torch_thread_writers.h",
+    _HERE / "_torch_user_ranges.h",
     _HERE / "_torch_name_scan.h",
     _HERE / "_torch_hook_layout.h",
 ]

@@ -243,6 +243,22 @@ PK_HOOK_COLD pk_name_id intern_new(const at::RecordFunction& fn, const char* nam
   return id;
 }
 
+// The id of `name` through this thread's content table (interned the first
+// time the thread sees it).
+inline pk_name_id content_name_id(const at::RecordFunction& fn, const char* name, uint32_t epoch) noexcept {
+  const ScannedName scanned = scan_name(name);
+  ContentTable* table = t_content;
+  if (__builtin_expect(table == nullptr, 0)) table = new_thread_content_table();
+  const ContentSlot* slot = table != nullptr ? table->find(name, scanned) : nullptr;
+  if (slot == nullptr || slot->empty()) return intern_new(fn, name, scanned, epoch, table);
+  // A name first cached from an operator call is an operator's whose address
+  // is new (or whose epoch has passed): worth caching by address again.
+  // Names first seen outside the dispatcher are never asked (a backward
+  // node's range is rebuilt on every call).
+  if (slot->operator_name && is_operator_call(fn)) cache_address(name, epoch, slot->id);
+  return slot->id;
+}
+
 }  // namespace
 
 // Code layout. operator_name_id runs for every operator, inlined into the
@@ -256,17 +272,12 @@ __attribute__((noinline)) PK_HOOK_HOT pk_name_id operator_name_id_slow(const at:
   // Not a locked increment: it is a diagnostic, and threads that race here
   // may lose a count rather than pay ~20 cycles and a shared line each time.
   g_content_lookups.store(g_content_lookups.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  const ScannedName scanned = scan_name(name);
-  ContentTable* table = t_content;
-  if (__builtin_expect(table == nullptr, 0)) table = new_thread_content_table();
-  const ContentSlot* slot = table != nullptr ? table->find(name, scanned) : nullptr;
-  if (slot == nullptr || slot->empty()) return intern_new(fn, name, scanned, epoch, table);
-  // A name first cached from an operator call is an operator's whose address
-  // is new (or whose epoch has passed): worth caching by address again.
-  // Names first seen outside the dispatcher are never asked (a backward
-  // node's range is rebuilt on every call).
-  if (slot->operator_name && is_operator_call(fn)) cache_address(name, epoch, slot->id);
-  return slot->id;
+  return content_name_id(fn, name, epoch);
+}
+
+// A few per step at most: off the operators' cache lines.
+PK_HOOK_COLD pk_name_id user_range_name_id(const at::RecordFunction& fn, const char* text) noexcept {
+  return content_name_id(fn, text, 0);  // epoch 0: never cached by address
 }
 
 void watch_operator_registrations() {

@@ -95,6 +95,11 @@ void watch_operator_registrations();
 // operator_name_id's own path stays a few cache lines long.
 pk_name_id operator_name_id_slow(const at::RecordFunction& fn, const char* name, uint32_t epoch) noexcept;
 
+// The id of `text` (a user range's name: fn's, or a part of it) through the
+// calling thread's content table; 0 when it could not be interned. Not
+// counted in content_lookups.
+pk_name_id user_range_name_id(const at::RecordFunction& fn, const char* text) noexcept;
+
 // The profkit name id of the operator or range `fn` names; 0 when the name
 // could not be interned (pk_last_error says why). Inline: it is most of the
 // hook's per-operator work, and inlined into the callback it spans fewer
