@@ -87,7 +87,7 @@ def gpu_tracing_on(monkeypatch):
     monkeypatch.setattr(_C, "gpu_available", lambda: (True, "a GPU of the test's own"))
     monkeypatch.setattr(_C, "set_gpu_tracing", lambda enabled: None)
     collect = _C.collect
-    monkeypatch.setattr(_C, "collect", lambda: log.append("collect") or collect())
+    monkeypatch.setattr(_C, "collect", lambda *args: log.append("collect") or collect(*args))
 
     def use(cuda):
         monkeypatch.setitem(__import__("sys").modules, "torch", type("FakeTorch", (), {"cuda": cuda}))
