@@ -195,9 +195,11 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
   // What waits for the next collect moves into a fresh store, so the names
   // and details of discarded records are forgotten with this one.
   ActivityStore next(api_name_fn_, max_records_);
-  const KeptCalls kept_calls = select_api_calls(span, next, stats);
+  std::vector<uint32_t> carried_correlations;
+  const KeptCalls kept_calls = select_api_calls(span, next, carried_correlations, stats);
   std::vector<uint32_t> used_correlations;
-  const std::vector<uint8_t> keep_event = select_device_events(span, kept_calls, next, used_correlations, stats);
+  const std::vector<uint8_t> keep_event =
+      select_device_events(span, kept_calls, carried_correlations, next, used_correlations, stats);
 
   ResultNames names(builder, names_);
   add_api_calls(builder, kept_calls, used_correlations, names, stats);
@@ -211,6 +213,7 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
 }
 
 ActivityStore::KeptCalls ActivityStore::select_api_calls(const CollectSpan& span, ActivityStore& next,
+                                                         std::vector<uint32_t>& carried_correlations,
                                                          ContributeStats& stats) const {
   std::vector<std::pair<uint32_t, uint32_t>> kept;  // (correlation id, index in calls_)
   kept.reserve(calls_.size());
@@ -224,15 +227,18 @@ ActivityStore::KeptCalls ActivityStore::select_api_calls(const CollectSpan& span
       ApiCall carried = c;
       carried.name = next.intern_name(names_[c.name]);
       next.add_api_call(carried);
+      carried_correlations.push_back(c.correlation_id);
       ++stats.pending;
     } else {
       ++stats.outside_window;
     }
   }
+  std::sort(carried_correlations.begin(), carried_correlations.end());
   return KeptCalls(calls_, std::move(kept));
 }
 
 std::vector<uint8_t> ActivityStore::select_device_events(const CollectSpan& span, const KeptCalls& kept_calls,
+                                                         const std::vector<uint32_t>& carried_correlations,
                                                          ActivityStore& next, std::vector<uint32_t>& used_correlations,
                                                          ContributeStats& stats) const {
   std::vector<uint8_t> keep_event(events_.size(), 0);
@@ -241,7 +247,17 @@ std::vector<uint8_t> ActivityStore::select_device_events(const CollectSpan& span
     const bool launched_in_window = kept_calls.launch_of(d.correlation_id) != nullptr;
     const bool no_timing = (d.flags & PK_DEVICE_EVENT_NO_TIMING) != 0;
     const bool ran_in_window = no_timing ? (d.flags & kDeviceEventArrivedInWindow) != 0 : starts_in(span, d.start_ns);
-    if (launched_in_window || ran_in_window) {
+    // Its launch call waits for the next collect, so it does too, whatever
+    // ran_in_window says: a kernel still running at a forced flush arrives
+    // untimed while the window is open, and kept here it would have no
+    // launch, and the next Result a launch without its GPU work. (A kept
+    // call with the same id, the runtime call around a driver call that
+    // started after the span, keeps it here.)
+    if (!launched_in_window &&
+        std::binary_search(carried_correlations.begin(), carried_correlations.end(), d.correlation_id)) {
+      carry_device_event(d, next);
+      ++stats.pending;
+    } else if (launched_in_window || ran_in_window) {
       keep_event[i] = 1;
       if (launched_in_window) used_correlations.push_back(d.correlation_id);
     } else if (span.recording_continues && !no_timing && d.start_ns > span.end_ns) {

@@ -20,9 +20,10 @@
 //     GPU work is attached to it and no runtime call has its correlation id,
 //     so launches made through the runtime are not doubled;
 //   - while recording continues, what starts after the span waits for the
-//     next collect; everything else is discarded (outside every window).
+//     next collect, with every GPU record of the calls that wait (timed or
+//     not); everything else is discarded (outside every window).
 // Past the record cap, records are dropped and counted in the Result's
-// dropped_device_records.
+// dropped_device_records (with the records CUPTI itself lost).
 //
 // Thread-safety: none; the tracer guards its store with a mutex.
 // Ownership: names are copied in; the store owns everything it holds.
@@ -113,6 +114,8 @@ class ActivityStore {
   bool add_memory_op(const pk_device_event& event, const pk_memory_op_detail& detail);
   // Records lost before they reached the store (CUPTI's dropped count).
   void add_dropped(uint64_t n) noexcept { dropped_ += n; }
+  // The record cap for the records added from now on (those held stay).
+  void set_max_records(uint64_t max_records) noexcept { max_records_ = max_records; }
 
   size_t api_call_count() const noexcept { return calls_.size(); }
   size_t device_event_count() const noexcept { return events_.size(); }
@@ -155,10 +158,14 @@ class ActivityStore {
   // Records that wait for the next collect are copied into `next`.
   class KeptCalls;    // the API calls that start inside a window, by correlation id
   class ResultNames;  // store-local name id -> Result string id, added on first use
-  KeptCalls select_api_calls(const CollectSpan& span, ActivityStore& next, ContributeStats& stats) const;
+  // Fills `carried_correlations` (sorted) with the correlation ids of the
+  // calls that wait for the next collect: their GPU records wait with them.
+  KeptCalls select_api_calls(const CollectSpan& span, ActivityStore& next, std::vector<uint32_t>& carried_correlations,
+                             ContributeStats& stats) const;
   // Marks the GPU records that belong to the Result; fills `used_correlations`
   // (sorted) with the launches that have GPU work attached.
-  std::vector<uint8_t> select_device_events(const CollectSpan& span, const KeptCalls& kept_calls, ActivityStore& next,
+  std::vector<uint8_t> select_device_events(const CollectSpan& span, const KeptCalls& kept_calls,
+                                            const std::vector<uint32_t>& carried_correlations, ActivityStore& next,
                                             std::vector<uint32_t>& used_correlations, ContributeStats& stats) const;
   void carry_device_event(const pk_device_event& d, ActivityStore& next) const;
   void add_api_calls(ResultBuilder& builder, const KeptCalls& kept_calls,

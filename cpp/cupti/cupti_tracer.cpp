@@ -61,7 +61,9 @@ bool env_wants_every_driver_call() {
 }
 
 uint64_t record_cap() {
-  // The engine's memory cap bounds decoded GPU records too.
+  // The engine's memory cap bounds decoded GPU records too. Read when a
+  // window opens, not once: the process tracer is made at the first GPU
+  // call, which comes before Profiler(memory_cap=...) sets the cap.
   return MemoryBudget::cap() / sizeof(pk_device_event);
 }
 
@@ -207,6 +209,7 @@ void CuptiTracer::apply_phase_locked(Phase target) {
     windows_.push_back({start, UINT64_MAX});
     traced_since_collect_ = true;
     std::lock_guard<std::mutex> store(store_mutex_);
+    store_.set_max_records(record_cap());
     if (!filter_.accepting) {
       filter_.accepting = true;
       filter_.accept_from_ns = start;
@@ -408,7 +411,9 @@ void CuptiTracer::contribute(ResultBuilder& builder) {
   {
     std::lock_guard<std::mutex> store(store_mutex_);
     if (!store_.empty() || traced_since_collect_) store_.contribute(builder, span, devices);
-    if (!recording) {
+    if (recording) {
+      store_.set_max_records(record_cap());  // the next span records under the cap set now
+    } else {
       filter_.accepting = false;
       filter_.window_open = false;
     }

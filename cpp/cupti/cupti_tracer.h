@@ -14,7 +14,8 @@
 //                       first-use cost is paid here, during warm-up; what
 //                       arrives is discarded.
 //   RECORD              opens a window; records are decoded as soon as CUPTI
-//                       completes a buffer, and the buffer is recycled.
+//                       completes a buffer, and the buffer is recycled; the
+//                       store holds as many as the memory cap set then allows.
 //   leaving RECORD      closes the window and flushes (forced).
 //   CLOSED              flushes, disables every kind and detaches from
 //                       CUPTI (cuptiFinalize at the exit of a CUDA call,

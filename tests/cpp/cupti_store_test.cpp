@@ -342,6 +342,45 @@ TEST(ActivityStore, WhileRecordingContinuesLaterRecordsWaitForTheNextCollect) {
   EXPECT_TRUE(s.empty());
 }
 
+// A forced flush hands over a kernel still running with its end missing, so
+// it arrives untimed while the window is open. When its launch call came after
+// the collected span, the call waits for the next collect, and so must the
+// kernel: kept here it had no launch (placed at the span start, counted
+// unattached) and the next Result had a launch call without its GPU work.
+TEST(ActivityStore, GpuWorkWithoutTimingWaitsWithItsLaunchForTheNextCollect) {
+  ActivityStore s(fake_api_name);
+  s.add_api_call(call(s, 900, 950, 1));
+  pk_device_event done = gpu(960, 990, 1);
+  done.name = s.kernel_name("_Z4thisv");
+  s.add_kernel(done, launch(1, 32, 8));
+  s.add_api_call(call(s, 1100, 1150, 2));  // after this span: next Result
+  pk_device_event running =
+      gpu(0, 0, 2, PK_EVENT_KERNEL, 7, PK_DEVICE_EVENT_NO_TIMING | profkit::cupti::kDeviceEventArrivedInWindow);
+  running.name = s.kernel_name("_Z7runningv");
+  s.add_kernel(running, launch(1, 32, 8));
+
+  Fixture first(100, 1000);
+  const auto stats = s.contribute(*first.builder, span(100, 1000, true), {});
+  EXPECT_EQ(stats.pending, 2u);
+  auto r1 = first.builder->finish();
+  ASSERT_EQ(r1->device_events.size(), 1u);
+  EXPECT_EQ(r1->device_events[0].correlation_id, 1u);
+  EXPECT_EQ(r1->info.unattached_device_records, 0u);
+
+  Fixture second(1000, 2000);
+  s.contribute(*second.builder, span(1000, 2000), {});
+  auto r2 = second.builder->finish();
+  ASSERT_EQ(r2->device_events.size(), 1u);
+  const pk_device_event& d = r2->device_events[0];
+  EXPECT_EQ(name_of(*r2, d.name), "running()");
+  ASSERT_NE(d.launch_event, PK_NO_EVENT);
+  EXPECT_EQ(r2->host_events[d.launch_event].start_ns, 1100u);
+  EXPECT_EQ(d.flags, PK_DEVICE_EVENT_NO_TIMING);
+  EXPECT_EQ(d.start_ns, 1150u);  // at the end of its launch call
+  EXPECT_EQ(r2->info.unattached_device_records, 0u);
+  EXPECT_TRUE(s.empty());
+}
+
 TEST(ActivityStore, DriverLaunchesAreKeptOnlyWithGpuWorkAttached) {
   ActivityStore s(fake_api_name);
   // A runtime launch and the driver call inside it: the kernel belongs to the

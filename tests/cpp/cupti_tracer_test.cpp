@@ -299,6 +299,35 @@ TEST_F(Tracer, DroppedRecordsAreCountedIntoTheResult) {
   EXPECT_EQ(v.device_count, 1u);
 }
 
+// The process tracer is made at the first GPU call, which in Python comes
+// before Profiler(memory_cap=...) sets the cap: the cap a window records
+// under must be the one set when it opens, not the one at construction.
+TEST_F(Tracer, TheGpuRecordCapFollowsTheMemoryCapSetAfterConstruction) {
+  struct RestoreCap {
+    uint64_t cap = pk_get_memory_cap();
+    ~RestoreCap() { pk_set_memory_cap(cap); }
+  } restore;
+  constexpr uint64_t kCap = 512 * 1024;
+  constexpr uint64_t kRoom = kCap / sizeof(pk_device_event);  // records the store may hold
+  constexpr uint64_t kLaunches = kRoom / 2 + 100;             // a runtime call and a kernel each
+  ASSERT_EQ(pk_set_memory_cap(kCap), PK_OK);                  // lowered after the tracer was made
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (uint64_t i = 0; i < kLaunches; ++i) f.launch("_Z1kv");
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  View capped(collect());
+  EXPECT_EQ(capped.info().dropped_device_records, 2 * kLaunches - kRoom);
+  EXPECT_EQ(capped.device_count + capped.runtime_calls(), kRoom);
+
+  ASSERT_EQ(pk_set_memory_cap(uint64_t{1} << 30), PK_OK);  // raised: the next window has room
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  for (uint64_t i = 0; i < kLaunches; ++i) f.launch("_Z1kv");
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  View roomy(collect());
+  EXPECT_EQ(roomy.info().dropped_device_records, 0u);
+  EXPECT_EQ(roomy.device_count, kLaunches);
+}
+
 TEST_F(Tracer, AnotherSubscriberMakesGpuTracingUnavailableWithTheReason) {
   f.fail("cuptiSubscribe", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   try {

@@ -314,6 +314,21 @@ TEST(SummaryText, WhatTheRecordingLostIsSaidFirst) {
             std::string::npos);
 }
 
+// GPU records past the memory cap and those CUPTI had no buffer for share one
+// count, so the warning names both causes, each with its remedy.
+TEST(SummaryText, LostGpuRecordsNameTheMemoryCapAndCuptiBuffers) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000000);
+  b.info().dropped_device_records = 7;
+  auto lossy = b.build();
+  const std::vector<std::string> lines = lines_of(render(*lossy, SummaryView::kOverview));
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("Warning: 7 GPU records were lost, past the engine's memory cap", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("pk_set_memory_cap"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("Profiler(memory_cap=...)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("CUPTI activity buffer"), std::string::npos) << lines[0];
+}
+
 TEST(SummaryText, FormatValue) {
   using profkit::ColumnKind;
   using profkit::format_value;

@@ -661,6 +661,15 @@ def test_a_window_that_hit_the_memory_cap_warns_and_its_summary_says_so(engine_m
         assert table.notes[0].startswith("Warning: %d events were dropped" % result.info["dropped_events"])
 
 
+def test_lost_gpu_records_name_both_causes_with_their_remedies():
+    # One count holds GPU records past the memory cap and those CUPTI had no
+    # buffer for (the info cannot tell them apart): the warning names both.
+    info = {"dropped_events": 0, "overflowed_events": 0, "dropped_device_records": 7}
+    lost = profiler_module._losses(info, 256 << 10)
+    assert lost.startswith("7 GPU records past the memory cap of 262144 bytes (raise it with Profiler(memory_cap=...))")
+    assert "CUPTI activity buffer" in lost
+
+
 def test_the_least_memory_cap_is_the_engines(engine_memory_cap):
     with pytest.raises(ValueError, match="below one record buffer"):
         _C.set_memory_cap(profiler_module.MIN_MEMORY_CAP - 1)
