@@ -851,7 +851,7 @@ class Profiler:
         self._gpu_tracing = enabled
 
     def __repr__(self) -> str:
-        status = "started" if self._started else "stopped"
+        status = "started" if self._started else "stopped" if self._runs else "not started"
         mode = ", timer_only" if self.timer_only else ""
         return f"<profkit.Profiler {status} at step {self.step_num} ({self.current_state.name}){mode}>"
 

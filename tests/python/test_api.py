@@ -137,3 +137,12 @@ def test_warnings_about_the_profilers_arguments_name_the_line_that_made_it(monke
     assert len(messages) == 4, messages  # XPU, the GPU, emit_nvtx, custom devices
     assert "cannot trace XPU" in messages[0] and "GPU profiling is not available" in messages[1]
     assert {w.filename for w in caught} == {__file__}
+
+
+def test_the_profilers_repr_says_where_it_stands():
+    prof = profkit.Profiler(on_trace_ready=lambda p: None)
+    assert repr(prof) == "<profkit.Profiler not started at step 0 (CLOSED)>"  # said "stopped"
+    with prof:
+        assert repr(prof) == "<profkit.Profiler started at step 0 (RECORD)>"
+        prof.step()
+    assert repr(prof) == "<profkit.Profiler stopped at step 1 (CLOSED)>"
