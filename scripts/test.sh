@@ -13,8 +13,12 @@ step() { printf '\n==== %s\n' "$*"; }
 
 step "dependencies"
 bash scripts/install_deps.sh
+# python3, or where pip may not install into it (Debian 12's), a virtual
+# environment in .venv: see python_env.sh.
+source scripts/python_env.sh
+use_python
 # PyTorch (the CPU build here) for the integration's tests and benchmark.
-python3 -m pip install -q torch==2.13.0 ".[test]"
+"$python" -m pip install -q torch==2.13.0 ".[test]"
 # The native PyTorch hook is built once per checkout for the benchmark smoke
 # runs (the Python tests build their own, into a fresh directory).
 export PROFKIT_CACHE_DIR="$PWD/build/profkit_cache"
@@ -29,7 +33,7 @@ step "C++ tests, C program, fuzz run"
 ctest --test-dir build/ci --output-on-failure -j "$jobs"
 
 step "Python tests"
-python3 -m pytest -q -p no:cacheprovider tests/python
+"$python" -m pytest -q -p no:cacheprovider tests/python
 
 step "C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFKIT_SANITIZE=address,undefined \
@@ -55,14 +59,14 @@ for b in build/ci/benchmarks/cpp/bench_*; do
 done
 for b in benchmarks/python/*.py; do
   [ -e "$b" ] || continue
-  python3 "$b" --smoke >/dev/null
+  "$python" "$b" --smoke >/dev/null
   echo "ok  $b"
 done
-python3 benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --workload mlp >/dev/null
+"$python" benchmarks/python/vs_torch_profiler.py --smoke --profile-memory --workload mlp >/dev/null
 echo "ok  benchmarks/python/vs_torch_profiler.py --profile-memory"
-python3 benchmarks/python/vs_torch_profiler.py --smoke --with-flops --workload cnn >/dev/null
+"$python" benchmarks/python/vs_torch_profiler.py --smoke --with-flops --workload cnn >/dev/null
 echo "ok  benchmarks/python/vs_torch_profiler.py --with-flops"
-python3 benchmarks/python/vs_torch_profiler.py --smoke --with-stack --workload mlp >/dev/null
+"$python" benchmarks/python/vs_torch_profiler.py --smoke --with-stack --workload mlp >/dev/null
 echo "ok  benchmarks/python/vs_torch_profiler.py --with-stack"
 
 step "clang-format"

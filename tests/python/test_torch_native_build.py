@@ -1,8 +1,12 @@
 """The native PyTorch hook: built once into its cache, reused, serialized across processes, and
 replaced by the Python fallback (with one warning) where it cannot be built."""
 
+import errno
 import fcntl
+import io
 import os
+import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -99,6 +103,7 @@ FALLBACK_SCRIPT = textwrap.dedent(
         if "native PyTorch hook" in str(w.message):
             print("warning:", w.category.__name__, str(w.message).splitlines()[0])
             print("warning at:", w.filename)
+            print("install advice:", "Install a C++ compiler and ninja" in str(w.message))
     print("backend:", pk_torch.backend())
     model = torch.nn.Linear(4, 3)
     with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
@@ -111,14 +116,21 @@ FALLBACK_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize(
     "compiler, reason",
-    [("missing", "no C++ compiler: "), ("/bin/false", "building the native PyTorch hook failed: ")],
-    ids=["no-compiler", "compile-error"],
+    [
+        ("missing", "no C++ compiler: "),
+        ("/bin/false", "building the native PyTorch hook failed: "),
+        ("lock-is-a-directory", "cannot use the native PyTorch hook's cache: "),
+    ],
+    ids=["no-compiler", "compile-error", "unusable-cache"],
 )
 def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(
     torch_hook_cache, tmp_path, compiler, reason
 ):
     cxx = str(tmp_path / "no-such-compiler") if compiler == "missing" else compiler
     env = dict(os.environ, PROFKIT_CACHE_DIR=str(tmp_path), CXX=cxx)
+    if compiler == "lock-is-a-directory":  # a cache profkit cannot use, even as root (IsADirectoryError)
+        del env["CXX"]
+        (tmp_path / "torch_hook" / (_torch_native.build_dir(torch).name + ".lock")).mkdir(parents=True)
     done = subprocess.run(
         [sys.executable, "-c", FALLBACK_SCRIPT], env=env, capture_output=True, text=True, timeout=600
     )
@@ -130,6 +142,8 @@ def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(
     (warning,) = [line for line in lines if line.startswith("warning: ")]
     assert warning.startswith("warning: ProfilerWarning profkit: the native PyTorch hook is not available (" + reason)
     assert "warning at: <string>" in lines  # the user's enable() call, not profkit's code
+    # Installing a compiler and ninja is the remedy only where one of them is missing.
+    assert f"install advice: {compiler == 'missing'}" in lines
     assert "backend: python" in lines
     assert "operators: ['aten::addmm', 'aten::mm']" in lines
     assert not list((tmp_path / "torch_hook").glob("*/profkit_torch_hook.so"))  # nothing half-built left
@@ -143,3 +157,139 @@ def test_an_unwritable_cache_is_a_clear_error(torch_hook_cache, tmp_path):
     done = cli("--build", env=env)
     assert done.returncode == 1
     assert "cannot create the cache directory" in done.stderr and "PROFKIT_CACHE_DIR" in done.stderr
+
+
+def test_an_unreadable_or_unwritable_cache_is_a_clear_error(torch_hook_cache, tmp_path):
+    """The lock cannot be opened (here: a directory in its place, which fails as root too)."""
+    lock = tmp_path / "torch_hook" / (_torch_native.build_dir(torch).name + ".lock")
+    lock.mkdir(parents=True)
+    done = cli("--build", env=dict(os.environ, PROFKIT_CACHE_DIR=str(tmp_path)))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot use the native PyTorch hook's cache: {lock}: Is a directory" in done.stderr
+    assert "set PROFKIT_CACHE_DIR to a writable directory" in done.stderr
+
+
+def test_a_permission_error_in_the_cache_is_a_native_build_error(torch_hook_cache, tmp_path, monkeypatch):
+    """What a non-root user meets in a cache another user made (tests run as root: the OS call is faked)."""
+    monkeypatch.setenv("PROFKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_torch_native, "_require_tools", lambda: None)
+
+    def refuse(prefix, dir):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), dir)
+
+    monkeypatch.setattr(_torch_native.tempfile, "mkdtemp", refuse)
+    with pytest.raises(_torch_native.NativeBuildError) as raised:
+        _torch_native.load(torch, notice=io.StringIO())
+    assert str(raised.value) == (
+        f"cannot use the native PyTorch hook's cache: {tmp_path / 'torch_hook'}: Permission denied; "
+        "set PROFKIT_CACHE_DIR to a writable directory"
+    )
+
+
+def test_a_build_can_be_loaded_by_other_users(torch_hook_cache):
+    """The build directory is 0755 less the umask (mkdtemp's 0700 would shut out all but its builder)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    final = _torch_native.build_dir(torch)
+    assert final.stat().st_mode & 0o777 == 0o755 & ~umask
+
+
+def copy_of_the_build(tmp_path):
+    """The session's build, copied into a cache at tmp_path; returns the copy's binary."""
+    built = _torch_native.build_dir(torch)
+    shutil.copytree(built, tmp_path / "torch_hook" / built.name)
+    return tmp_path / "torch_hook" / built.name / "profkit_torch_hook.so"
+
+
+def truncate(binary):
+    with open(binary, "r+b") as f:
+        f.truncate(binary.stat().st_size // 2)
+
+
+def change_a_byte(binary):
+    with open(binary, "r+b") as f:
+        f.seek(binary.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def drop_the_checksum(binary):
+    (binary.parent / "profkit_torch_hook.so.sha256").unlink()
+
+
+@pytest.mark.parametrize("damage", [None, truncate, change_a_byte, drop_the_checksum])
+def test_a_damaged_cached_binary_is_never_loaded(torch_hook_cache, tmp_path, damage):
+    """A cut copy of the cache (a partial rsync) used to be mapped and die with SIGBUS. Without a
+    compiler, what is built again shows as the compiler's absence; an intact copy just loads."""
+    binary = copy_of_the_build(tmp_path)
+    if damage is not None:
+        damage(binary)
+    env = dict(os.environ, PROFKIT_CACHE_DIR=str(tmp_path), CXX=str(tmp_path / "no-such-compiler"))
+    done = cli("--build", env=env)
+    if damage is None:
+        assert done.returncode == 0 and f"already built: {binary}" in done.stdout, done.stdout + done.stderr
+    else:
+        assert done.returncode == 1, (done.returncode, done.stdout + done.stderr)
+        assert "no C++ compiler" in done.stderr
+
+
+def test_build_repairs_a_truncated_binary(torch_hook_cache, tmp_path):
+    binary = copy_of_the_build(tmp_path)
+    truncate(binary)
+    env = dict(os.environ, PROFKIT_CACHE_DIR=str(tmp_path))
+    done = cli("--build", env=env)
+    assert done.returncode == 0 and "built in" in done.stdout, (done.returncode, done.stdout + done.stderr)
+    assert "the cached one is damaged or does not load" in done.stderr
+    assert binary.stat().st_size == (_torch_native.build_dir(torch) / binary.name).stat().st_size
+    again = cli("--build", env=env)
+    assert again.returncode == 0 and f"already built: {binary}" in again.stdout
+
+
+def no_passwd_entry(monkeypatch):
+    """A process with no $HOME whose uid has no passwd entry (a container's arbitrary uid, env -i)."""
+
+    def getpwuid(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("PROFKIT_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+
+
+def test_no_home_directory_is_a_native_build_error(torch_hook_cache, monkeypatch):
+    no_passwd_entry(monkeypatch)
+    with pytest.raises(_torch_native.NativeBuildError, match="no home directory .* set PROFKIT_CACHE_DIR"):
+        _torch_native.load(torch)
+
+
+def test_where_without_a_home_directory_says_what_to_set(torch_hook_cache, monkeypatch, capsys):
+    import profkit.integrations.torch as pk_torch
+
+    no_passwd_entry(monkeypatch)
+    assert pk_torch.main(["--where"]) == 1
+    assert "set PROFKIT_CACHE_DIR to a writable directory" in capsys.readouterr().err
+
+
+def test_a_relative_xdg_cache_home_is_ignored(torch_hook_cache, monkeypatch, tmp_path):
+    monkeypatch.delenv("PROFKIT_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relcache")  # the XDG spec: relative values are invalid
+    assert _torch_native.cache_root() == tmp_path / ".cache" / "profkit"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _torch_native.cache_root() == tmp_path / "xdg" / "profkit"
+
+
+def test_link_flags_keep_a_library_directory_with_a_space_as_one_word(monkeypatch, tmp_path):
+    """cpp_extension writes extra_ldflags into build.ninja as they are, and ninja runs them through
+    /bin/sh: a profkit installed in "my venv" failed to link."""
+    from torch.utils import cpp_extension
+
+    libdir = tmp_path / "my venv"
+    monkeypatch.setattr(_torch_native, "get_library", lambda: str(libdir / "libprofkit.so"))
+    passed = {}
+    monkeypatch.setattr(cpp_extension, "load", lambda **kwargs: passed.update(kwargs))
+    _torch_native._compile(torch, tmp_path, verbose=False)
+    words = shlex.split(" ".join(passed["extra_ldflags"]))
+    assert words == [f"-L{libdir}", "-l:libprofkit.so", f"-Wl,-rpath,{libdir}"]

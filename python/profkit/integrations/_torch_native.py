@@ -7,7 +7,7 @@ profkit. Each build lands in a cache directory keyed by everything the
 binary depends on::
 
     $PROFKIT_CACHE_DIR/torch_hook/<key>/profkit_torch_hook.so
-    (default: $XDG_CACHE_HOME/profkit, else ~/.cache/profkit)
+    (default: $XDG_CACHE_HOME/profkit where that is absolute, else ~/.cache/profkit)
 
 where ``<key>`` names the torch version, the Python ABI and the profkit
 version, plus a digest of the hook's source and of the libraries it links
@@ -18,7 +18,17 @@ binary is never loaded. Later processes load the cached binary directly
 Builds are serialized across processes (DataLoader workers, DDP ranks) by an
 exclusive ``flock`` on ``<key>.lock``, which the OS releases if a builder
 dies; a build goes to a private directory renamed into place when complete,
-so a half-built binary is never seen under the final name.
+so a half-built binary is never seen under the final name. Beside the binary,
+``profkit_torch_hook.so.sha256`` holds its size and digest, checked before
+each load: a cut copy of the cache (a partial rsync, disk trouble) would
+otherwise be mapped by the dynamic loader and kill the process with SIGBUS;
+a binary that does not match (or has no such file) is built again. The build
+directory gets the usual permissions (0755 less the umask), so a hook built
+by one user (root, in a Docker image) loads for the others.
+
+Any trouble with the cache (no home directory, a directory that cannot be
+read or written) is a NativeBuildError saying where and what to do, so the
+integration falls back to its pure-Python recorder instead of failing.
 
 ``python -m profkit.integrations.torch --build`` builds ahead of time.
 """
@@ -42,7 +52,7 @@ from typing import IO, Callable, Dict, Iterator, NamedTuple, Optional
 from .. import _C
 from .._paths import get_include, get_library
 
-__all__ = ["NativeHook", "NativeBuildError", "cache_root", "build_dir", "load"]
+__all__ = ["NativeHook", "NativeBuildError", "MissingBuildTool", "cache_root", "build_dir", "load"]
 
 MODULE_NAME = "profkit_torch_hook"
 _HERE = Path(__file__).parent
@@ -66,6 +76,8 @@ HEADERS = [
     _HERE / "_torch_hook_layout.h",
 ]
 _BINARY = MODULE_NAME + ".so"  # the name torch.utils.cpp_extension gives it
+_CHECKSUM = _BINARY + ".sha256"  # "<size> <sha256 hex>" of the binary, written last
+_CACHE_REMEDY = "set PROFKIT_CACHE_DIR to a writable directory"
 # -fvisibility=hidden: the module exports PyInit only, so calls between its
 # own functions are direct rather than through the PLT; -fno-plt: its calls
 # into libprofkit (pk_begin_event/pk_end_event on every operator) and torch
@@ -87,6 +99,10 @@ class NativeBuildError(RuntimeError):
     """The native hook could not be built or loaded; the message says why and what to do."""
 
 
+class MissingBuildTool(NativeBuildError):
+    """No C++ compiler or no ninja: installing them gets the native hook."""
+
+
 class NativeHook(NamedTuple):
     """A loaded native hook."""
 
@@ -97,12 +113,21 @@ class NativeHook(NamedTuple):
 
 
 def cache_root() -> Path:
-    """``$PROFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/profkit``, else ``~/.cache/profkit``."""
-    configured = os.environ.get("PROFKIT_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "profkit"
+    """``$PROFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/profkit``, else ``~/.cache/profkit``.
+
+    Raises:
+        NativeBuildError: none is set and there is no home directory.
+    """
+    try:
+        configured = os.environ.get("PROFKIT_CACHE_DIR")
+        if configured:
+            return Path(configured).expanduser()
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        if xdg and os.path.isabs(xdg):  # the XDG spec: a relative value is to be ignored
+            return Path(xdg) / "profkit"
+        return Path.home() / ".cache" / "profkit"
+    except RuntimeError as e:  # "Could not determine home directory.": no $HOME and no passwd entry for the uid
+        raise NativeBuildError(f"no home directory to cache the native PyTorch hook in ({e}); {_CACHE_REMEDY}") from e
 
 
 def _key(torch: ModuleType) -> str:
@@ -119,8 +144,18 @@ def _key(torch: ModuleType) -> str:
 
 
 def build_dir(torch: ModuleType) -> Path:
-    """Where the hook for this torch, Python and profkit is (or will be) cached."""
-    return cache_root() / "torch_hook" / _key(torch)
+    """Where the hook for this torch, Python and profkit is (or will be) cached.
+
+    Raises:
+        NativeBuildError: no cache directory can be named, or the hook's sources are missing.
+    """
+    root = cache_root()
+    try:
+        return root / "torch_hook" / _key(torch)
+    except OSError as e:
+        raise NativeBuildError(
+            f"the native hook's sources are missing from this profkit install ({e}); reinstall profkit"
+        ) from e
 
 
 # Loaded in this process, by path: loading again would initialize the module
@@ -140,6 +175,40 @@ def _import(path: Path) -> ModuleType:
     loader.exec_module(module)
     _loaded[path] = module
     return module
+
+
+def _checksum(binary: Path) -> str:
+    data = binary.read_bytes()  # ~0.1-0.3 MB: well under a millisecond to hash
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+
+
+def _intact(binary: Path) -> bool:
+    """Whether ``binary`` is there, whole, as its build wrote it (see _CHECKSUM).
+
+    Raises:
+        OSError: it cannot be read (other than not being there).
+    """
+    try:
+        expected = (binary.parent / _CHECKSUM).read_text()
+        return _checksum(binary) == expected
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False  # not built, or built by a profkit that wrote no checksum: build it (again)
+
+
+def _load_cached(binary: Path) -> Optional[ModuleType]:
+    """The cached hook if it is whole and loads; None: (re)build it.
+
+    Raises:
+        OSError: the cache cannot be read.
+    """
+    if binary in _loaded:
+        return _loaded[binary]
+    if not _intact(binary):
+        return None
+    try:
+        return _import(binary)
+    except (ImportError, OSError):  # intact, yet it does not load here (say, a libprofkit.so that changed)
+        return None
 
 
 @contextlib.contextmanager
@@ -182,12 +251,21 @@ def _require_tools() -> None:
     compiler = os.environ.get("CXX", "c++")
     program = shlex.split(compiler)[0] if compiler.strip() else "c++"
     if shutil.which(program) is None:
-        raise NativeBuildError(
+        raise MissingBuildTool(
             f"no C++ compiler: {program!r} ($CXX, default c++) is not found; install one "
             "(Debian/Ubuntu: apt-get install g++) or set CXX"
         )
     if shutil.which("ninja") is None and importlib.util.find_spec("ninja") is None:
-        raise NativeBuildError("ninja is not installed; pip install ninja (or: pip install 'profkit[torch]')")
+        raise MissingBuildTool("ninja is not installed; pip install ninja (or: pip install 'profkit[torch]')")
+
+
+def _ninja_shell_quote(arg: str) -> str:
+    """``arg`` as one word in a build.ninja variable that ninja runs through /bin/sh.
+
+    cpp_extension joins extra_ldflags with spaces, unquoted (it quotes its own
+    include paths the same way: shlex.quote); ninja's own escape is ``$``.
+    """
+    return shlex.quote(arg).replace("$", "$$")
 
 
 def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
@@ -202,7 +280,12 @@ def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
             extra_include_paths=[get_include()],
             # libprofkit.so by its SONAME: the process already has it loaded
             # (profkit._C links it), so the hook and Python share one engine.
-            extra_ldflags=[f"-L{libdir}", "-l:libprofkit.so", f"-Wl,-rpath,{libdir}"],
+            # Quoted: a libdir with a space (a venv in "my venv") is one word.
+            extra_ldflags=[
+                _ninja_shell_quote(f"-L{libdir}"),
+                "-l:libprofkit.so",
+                _ninja_shell_quote(f"-Wl,-rpath,{libdir}"),
+            ],
             build_directory=str(into),
             verbose=verbose,
         )
@@ -228,60 +311,75 @@ def load(
         rebuild: build again even when a cached binary exists.
 
     Raises:
-        NativeBuildError: no compiler, no ninja, a compile error, an unwritable
-            cache directory; the message says which and what to do.
+        NativeBuildError: no compiler, no ninja (a MissingBuildTool), a compile
+            error, no home directory, a cache directory that cannot be read or
+            written; the message says which and what to do.
     """
+    final = build_dir(torch)
     try:
-        final = build_dir(torch)
-    except OSError as e:
+        return _load_or_build(torch, final, verbose, sys.stderr if notice is None else notice, rebuild)
+    except OSError as e:  # the cache's: the compiler's own are a NativeBuildError already
+        where = e.filename if e.filename is not None else final
         raise NativeBuildError(
-            f"the native hook's sources are missing from this profkit install ({e}); reinstall profkit"
+            f"cannot use the native PyTorch hook's cache: {where}: {e.strerror or e}; {_CACHE_REMEDY}"
         ) from e
+
+
+def _load_or_build(torch: ModuleType, final: Path, verbose: bool, out: IO[str], rebuild: bool) -> NativeHook:
     binary = final / _BINARY
-    if not rebuild and binary.is_file():
-        with contextlib.suppress(ImportError, OSError):  # a damaged file is rebuilt below
-            return NativeHook(_import(binary), binary, False, 0.0)
-    out = sys.stderr if notice is None else notice
+    if not rebuild:
+        module = _load_cached(binary)
+        if module is not None:
+            return NativeHook(module, binary, False, 0.0)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise NativeBuildError(
-            f"cannot create the cache directory {final.parent}: {e.strerror or e}; "
-            "set PROFKIT_CACHE_DIR to a writable directory"
+            f"cannot create the cache directory {final.parent}: {e.strerror or e}; {_CACHE_REMEDY}"
         ) from e
 
     def say_waiting() -> None:
         print(f"profkit: waiting for another process building the native PyTorch hook in {final}", file=out)
 
     with _exclusive(final.parent / (final.name + ".lock"), say_waiting):
-        if not rebuild and binary.is_file():  # built by the process we waited for
-            try:
-                return NativeHook(_import(binary), binary, False, 0.0)
-            except (ImportError, OSError):
-                pass
+        if not rebuild:  # built by the process we waited for?
+            module = _load_cached(binary)
+            if module is not None:
+                return NativeHook(module, binary, False, 0.0)
         _require_tools()
+        why = "first use"
+        if rebuild:
+            why = "rebuild"
+        elif binary.exists():
+            why = "the cached one is damaged or does not load"
         print(
-            f"profkit: compiling the native PyTorch hook for torch {torch.__version__} (first use, about 10 s); "
+            f"profkit: compiling the native PyTorch hook for torch {torch.__version__} ({why}, about 10 s); "
             f"cached in {final}",
             file=out,
             flush=True,
         )
         started = time.perf_counter()
-        scratch = Path(tempfile.mkdtemp(prefix=final.name + ".build-", dir=final.parent))
+        # mkdtemp's directory is private (0700); the build goes to one made
+        # inside it with 0755, less the umask, so that once renamed into place
+        # other users can load it too.
+        private = Path(tempfile.mkdtemp(prefix=final.name + ".build-", dir=final.parent))
         try:
+            scratch = private / final.name
+            scratch.mkdir(0o755)
             try:
                 module = _compile(torch, scratch, verbose)
             except NativeBuildError:
                 raise
             except Exception as e:  # cpp_extension raises RuntimeError, OSError, CalledProcessError...
                 raise NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}") from e
+            (scratch / _CHECKSUM).write_text(_checksum(scratch / _BINARY))
             if final.exists():
                 shutil.rmtree(final)
             # Complete, or not there at all. The module stays loaded from the
             # same file (a rename keeps the inode), so no second copy is loaded.
             os.replace(scratch, final)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(private, ignore_errors=True)
         module.__file__ = str(binary)
         _loaded[binary] = module
         return NativeHook(module, binary, True, time.perf_counter() - started)

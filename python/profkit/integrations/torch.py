@@ -132,6 +132,7 @@ _lock = threading.RLock()
 _current: Optional[_Integration] = None
 _fallback_warned = False
 _native_failure: Optional[str] = None  # why the native hook could not be built in this process
+_native_failure_is_tools = False  # ...because a C++ compiler or ninja is missing (installing them helps)
 _fork_handler_registered = False
 
 
@@ -326,7 +327,7 @@ def _apply(torch: ModuleType, options: _Options, chosen: str) -> _Enabled:
 
 
 def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
-    global _fallback_warned, _native_failure
+    global _fallback_warned, _native_failure, _native_failure_is_tools
     # "auto" tries to build once per process; "native" tries every time.
     if chosen == "native" or (chosen == "auto" and _native_failure is None):
         from . import _torch_native
@@ -335,6 +336,7 @@ def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
             native = _torch_native.load(integration.torch)
         except _torch_native.NativeBuildError as e:
             _native_failure = str(e)
+            _native_failure_is_tools = isinstance(e, _torch_native.MissingBuildTool)
             if chosen == "native":
                 raise
         else:
@@ -343,10 +345,13 @@ def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
             return
     if chosen == "auto" and not _fallback_warned:
         _fallback_warned = True
+        # The install advice only where it helps: a cache or compile error says its own remedy.
+        advice = ""
+        if _native_failure_is_tools:
+            advice = " Install a C++ compiler and ninja (`pip install ninja`) to get the native hook."
         warn_at_caller(  # at the user's enable() (or Profiler start), not inside profkit
             f"profkit: the native PyTorch hook is not available ({_native_failure}); recording operators with "
-            "the pure-Python fallback, which adds about 5 us per operator instead of a few tenths. Install a "
-            "C++ compiler and ninja (`pip install ninja`) to get the native hook."
+            "the pure-Python fallback, which adds about 5 us per operator instead of a few tenths." + advice
         )
     from ._torch_fallback import OperatorRecorder
 
