@@ -37,13 +37,23 @@ pk_device_event device_event(const DecodeFilter& f, uint8_t type, uint64_t start
   e.correlation_id = correlation;
   e.stream = stream;
   e.context = context;
-  e.device = static_cast<uint16_t>(std::min<uint32_t>(device, UINT16_MAX));
+  e.device = static_cast<uint16_t>(device);  // at most kMaxDeviceId (known_device)
   e.type = type;
   e.flags = 0;
   if (no_timing(start, end)) e.flags |= PK_DEVICE_EVENT_NO_TIMING;
   if (f.window_open) e.flags |= kDeviceEventArrivedInWindow;
   e.detail = PK_NO_DETAIL;
   return e;
+}
+
+// Whether a GPU record's device is one the Result can show (kMaxDeviceId).
+// A record of another is dropped and counted, in the store too, so that the
+// Result says records are missing.
+bool known_device(uint32_t device, ActivityStore* store, DecodeStats* stats) {
+  if (device <= kMaxDeviceId) return true;
+  ++stats->bad_device;
+  store->add_dropped(1);
+  return false;
 }
 
 void count_filtered(const DecodeFilter& f, DecodeStats* stats) {
@@ -132,6 +142,7 @@ Outcome filtered(const DecodeFilter& filter, DecodeStats* stats) {
 
 Outcome decode_kernel(const KernelRecord& k, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
   if (!accepted(filter, k.start, k.end)) return filtered(filter, stats);
+  if (!known_device(k.deviceId, store, stats)) return Outcome::kDropped;
   pk_device_event e = device_event(filter, PK_EVENT_KERNEL, k.start, k.end, k.deviceId, k.contextId, k.streamId,
                                    k.correlationId, stats);
   e.name = store->kernel_name(k.name);
@@ -140,6 +151,7 @@ Outcome decode_kernel(const KernelRecord& k, const DecodeFilter& filter, Activit
 
 Outcome decode_memcpy(const MemcpyRecord& m, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
   if (!accepted(filter, m.start, m.end)) return filtered(filter, stats);
+  if (!known_device(m.deviceId, store, stats)) return Outcome::kDropped;
   pk_device_event e = device_event(filter, PK_EVENT_MEMCPY, m.start, m.end, m.deviceId, m.contextId, m.streamId,
                                    memcpy_correlation_id(m), stats);
   e.name = store->intern_name(memcpy_name(m.copyKind));
@@ -153,6 +165,7 @@ Outcome decode_memcpy(const MemcpyRecord& m, const DecodeFilter& filter, Activit
 
 Outcome decode_memset(const MemsetRecord& m, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats) {
   if (!accepted(filter, m.start, m.end)) return filtered(filter, stats);
+  if (!known_device(m.deviceId, store, stats)) return Outcome::kDropped;
   pk_device_event e = device_event(filter, PK_EVENT_MEMSET, m.start, m.end, m.deviceId, m.contextId, m.streamId,
                                    m.correlationId, stats);
   e.name = store->intern_name("Memset");

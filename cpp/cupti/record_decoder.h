@@ -62,9 +62,19 @@ struct DecodeStats {
   uint64_t not_accepted = 0;   // no recording has begun (warm-up)
   uint64_t before_window = 0;  // started before the recording window
   uint64_t other_kinds = 0;    // kinds the tracer does not decode
-  uint64_t dropped = 0;        // the store's record cap was reached
+  uint64_t dropped = 0;        // lost: the store's record cap, an unreadable buffer end, bad_device
   uint64_t incomplete = 0;     // GPU records flushed before the work ended (end missing): kept untimed
+  uint64_t bad_device = 0;     // GPU records naming a device past kMaxDeviceId (also in `dropped`)
 };
+
+// The highest CUDA device ordinal (CUPTI's deviceId) whose GPU records are
+// kept. pk_device_event holds 16 bits of it, and a Chrome trace puts GPU d of
+// process p on pid p + 10000000 * (d + 1) (export/chrome_trace.h), which
+// Perfetto reads as 32 bits: that holds for every Linux pid (below 2^22) up
+// to device 428, far past the devices of any machine. A record naming a
+// higher one is damaged; it is dropped and counted (bad_device, and the
+// Result's dropped_device_records) rather than shown on another device.
+constexpr uint32_t kMaxDeviceId = 428;
 
 using NextRecordFn = CUptiResult (*)(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record);
 

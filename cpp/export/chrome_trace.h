@@ -10,6 +10,9 @@
 // the allocating thread plus a counter track per device; and a top-level
 // "profkit" object with the run's metadata (enough to load the file back,
 // chrome_trace_reader.h). Times are µs with ns precision relative to base_ns.
+// An event's argument keys are unique, as JSON readers keep one value per
+// key: a key given again on one event is written "key#2", "key#3", ...
+// (loaded back as keys of their own).
 //
 // The file is streamed through a temporary renamed into place.
 // Thread-safety: reentrant; the Result is only read.
@@ -61,6 +64,15 @@ constexpr uint64_t kCppLaneOffset = 1000000000ull;  // tid of a thread's C++ lan
 constexpr uint64_t kOverlapLaneOffset = 2 * kCppLaneOffset;
 constexpr uint64_t thread_of_lane_id(uint64_t lane) noexcept { return lane % kCppLaneOffset; }
 constexpr uint64_t kDeviceProcessStride = 10000000ull;  // GPU d of pid p = p + stride * (d + 1)
+// Perfetto reads pids as 32-bit. GPU d of an OS pid (Linux's are below 2^22)
+// fits for d below kStridedDeviceCount, past any machine's devices (the CUPTI
+// decoder keeps no higher one: record_decoder.h). A Result that holds a
+// higher d anyway (made by hand, or loaded from an older file, whose decoder
+// clamped a bad device id to 65535) puts it on
+//   p + d / n + stride * (d % n + 1),  n = kStridedDeviceCount:
+// below 2^32 for every 16-bit d, and apart from the host's pid and from
+// every other device's in the file.
+constexpr uint32_t kStridedDeviceCount = 429;
 // GPU work on one stream overlaps when CUDA lets it (programmatic dependent
 // launch on Hopper starts a kernel before the one ahead of it ends), and
 // ui.perfetto.dev drops or misplaces slices that overlap on a lane. Work that

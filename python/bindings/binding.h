@@ -49,6 +49,37 @@ inline const char* text_arg(const std::string& text, const char* what) {
   return text.c_str();
 }
 
+// `text` (a str) with each lone surrogate replaced by U+FFFD: a new
+// reference, or nullptr with an exception set (out of memory).
+//
+// Why: a lone surrogate has no UTF-8 form, and Python makes them of bytes
+// that are not UTF-8 (os.fsdecode, os.listdir, sys.argv: surrogateescape),
+// so a name built from a file name can hold one. Recording must not fail the
+// program over a name, and U+FFFD is what the engine's exports show for
+// bytes from C that are not UTF-8: a name is recorded whatever it holds
+// (only a NUL is refused: the engine's C strings would end there, silently
+// losing the rest). Cold: callers come here only when UTF-8 fails.
+inline PyObject* without_surrogates(PyObject* text) {
+  Py_UCS4* chars = PyUnicode_AsUCS4Copy(text);
+  if (chars == nullptr) return nullptr;
+  const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+  for (Py_ssize_t i = 0; i < length; ++i) {
+    if (chars[i] >= 0xD800 && chars[i] <= 0xDFFF) chars[i] = 0xFFFD;
+  }
+  PyObject* clean = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, chars, length);
+  PyMem_Free(chars);
+  return clean;
+}
+
+// A text argument of _C's functions for the engine (a name, an argument
+// value, a thread name, a metadata key or value), as UTF-8: a str, lone
+// surrogates as U+FFFD (without_surrogates), or bytes as they are (which
+// pybind11's std::string took, and which keeps working). Pass `utf8` through
+// text_arg(), which refuses a NUL.
+struct EngineText {
+  std::string utf8;
+};
+
 struct ResultDeleter {
   void operator()(pk_result* r) const { pk_result_release(r); }
 };
@@ -95,7 +126,10 @@ py::str decode(const char* text);
 // threads Python did not start (threading's dummy threads: their OS name,
 // given by whoever started them, says more) and the main thread while
 // threading calls it "MainThread". Never raises; a Python exception already
-// set is kept. Thread-safety: per-thread state only.
+// set is kept. Thread-safety: per-thread state only. Called by RecordEvent,
+// data-loading ranges and with_stack's call tracer; not by the PyTorch hook,
+// which records without the GIL: a thread that records only through it (a
+// ThreadPoolExecutor worker under enable(all_threads=True)) keeps its OS name.
 void name_thread_in_window(uint32_t window);
 void note_thread_named();
 
@@ -109,3 +143,28 @@ void bind_placement(py::class_<Result>& result);               // placement.cpp:
 void bind_python_tracer(py::module_& m);                       // python_tracer.cpp: with_stack's call tracer
 
 }  // namespace profkit_py
+
+namespace pybind11::detail {
+
+// Loads EngineText; the signatures pybind11 writes say "str".
+template <>
+struct type_caster<profkit_py::EngineText> {
+  PYBIND11_TYPE_CASTER(profkit_py::EngineText, const_name("str"));
+
+  bool load(handle source, bool convert) {
+    make_caster<std::string> plain;  // str that encodes, bytes, bytearray: as pybind11 always took them
+    if (plain.load(source, convert)) {
+      value.utf8 = cast_op<std::string&&>(std::move(plain));
+      return true;
+    }
+    if (!PyUnicode_Check(source.ptr())) return false;  // pybind11's TypeError: not a str
+    const object clean = reinterpret_steal<object>(profkit_py::without_surrogates(source.ptr()));
+    Py_ssize_t size = 0;
+    const char* utf8 = clean ? PyUnicode_AsUTF8AndSize(clean.ptr(), &size) : nullptr;
+    if (utf8 == nullptr) throw error_already_set();  // out of memory
+    value.utf8.assign(utf8, static_cast<size_t>(size));
+    return true;
+  }
+};
+
+}  // namespace pybind11::detail

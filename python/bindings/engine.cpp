@@ -1,5 +1,7 @@
 // Recording, state, steps and configuration: one Python function per C ABI call
 // (but step() and reader_time_ns(), which every training step calls: hot_calls.cpp).
+// Text arguments are EngineText (binding.h): a lone surrogate is recorded as
+// U+FFFD, a NUL refused.
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -14,7 +16,7 @@ void bind_engine(py::module_& m) {
   m.def("version", &pk_version_string, "The profkit release of the loaded engine");
 
   m.def(
-      "intern", [](const std::string& name) { return pk_intern(text_arg(name, "name")); },
+      "intern", [](const EngineText& name) { return pk_intern(text_arg(name.utf8, "name")); },
       "Interns a name; returns its stable id", py::arg("name"));
   m.def(
       "name_string",
@@ -28,8 +30,8 @@ void bind_engine(py::module_& m) {
       py::arg("name_id"), py::arg("event_type"));
   m.def(
       "begin_event_str",
-      [](const std::string& name, int type) {
-        pk_begin_event_str(text_arg(name, "event name"), static_cast<pk_event_type>(type));
+      [](const EngineText& name, int type) {
+        pk_begin_event_str(text_arg(name.utf8, "event name"), static_cast<pk_event_type>(type));
       },
       py::arg("name"), py::arg("event_type"));
   m.def("end_event", &pk_end_event);
@@ -39,7 +41,7 @@ void bind_engine(py::module_& m) {
   m.def("event_arg_int", &pk_event_arg_int, py::arg("key_id"), py::arg("value"));
   m.def(
       "event_arg_str",
-      [](pk_name_id key, const std::string& v) { pk_event_arg_str(key, text_arg(v, "argument value")); },
+      [](pk_name_id key, const EngineText& v) { pk_event_arg_str(key, text_arg(v.utf8, "argument value")); },
       py::arg("key_id"), py::arg("value"));
   m.def("now_ns", &pk_now_ns, "The engine clock (CLOCK_MONOTONIC ns)");
   m.def(
@@ -54,8 +56,8 @@ void bind_engine(py::module_& m) {
   m.def("data_loading_depth", &pk_data_loading_depth, "Data-loading ranges open on this thread");
   m.def(
       "set_thread_name",
-      [](const std::string& name) {
-        check(pk_set_thread_name(text_arg(name, "thread name")));
+      [](const EngineText& name) {
+        check(pk_set_thread_name(text_arg(name.utf8, "thread name")));
         note_thread_named();  // RecordEvent no longer names it after its threading.Thread
       },
       py::arg("name"));
@@ -89,8 +91,9 @@ void bind_engine(py::module_& m) {
       py::arg("world_size"));
   m.def(
       "set_metadata",
-      [](const std::string& key, std::optional<std::string> value) {
-        check(pk_set_metadata(text_arg(key, "metadata key"), value ? text_arg(*value, "metadata value") : nullptr));
+      [](const EngineText& key, const std::optional<EngineText>& value) {
+        check(pk_set_metadata(text_arg(key.utf8, "metadata key"),
+                              value ? text_arg(value->utf8, "metadata value") : nullptr));
       },
       py::arg("key"), py::arg("value"));
   m.def("counters", [] {

@@ -90,7 +90,8 @@ struct OpenCall {
 };
 
 struct ThreadTracer {
-  uint64_t generation = 0;  // the tracing its stack belongs to
+  uint64_t generation = 0;       // the tracing its stack belongs to
+  uint32_t named_in_window = 0;  // the recording window name_thread_in_window last ran for here
   std::vector<OpenCall> open;
 };
 
@@ -155,16 +156,21 @@ void release_caches() {
   g_pass_through.clear();
 }
 
-// UTF-8 of a str object ("?" for anything else, or text that will not encode).
+// UTF-8 of a str object ("?" for anything else). A lone surrogate (a file
+// name that is not UTF-8, decoded with surrogateescape) is U+FFFD, as in
+// every name (without_surrogates).
 std::string utf8_of(PyObject* text) {
   if (text == nullptr || !PyUnicode_Check(text)) return "?";
   Py_ssize_t size = 0;
   const char* data = PyUnicode_AsUTF8AndSize(text, &size);
-  if (data == nullptr) {
-    PyErr_Clear();
-    return "?";
-  }
-  return std::string(data, static_cast<size_t>(size));
+  if (data != nullptr) return std::string(data, static_cast<size_t>(size));
+  PyErr_Clear();
+  PyObject* clean = without_surrogates(text);
+  data = clean != nullptr ? PyUnicode_AsUTF8AndSize(clean, &size) : nullptr;
+  std::string utf8 = data != nullptr ? std::string(data, static_cast<size_t>(size)) : "?";
+  Py_XDECREF(clean);
+  PyErr_Clear();
+  return utf8;
 }
 
 bool is_profkit_name(const char* dotted) {
@@ -289,6 +295,16 @@ void on_call(ThreadTracer& t, PyFrameObject* frame, bool builtin, PyObject* func
   }
   const uint32_t window = pk_recording_word;
   if (window == 0) name = 0;
+  if (name != 0 && window != t.named_in_window) {
+    // The thread's first recorded call in this window: its lanes are named
+    // after its threading.Thread, as RecordEvent's are (a thread that runs
+    // no RecordEvent would show the process name). Once per thread and
+    // window; per call, one compare on the tracer's own state. (The Python
+    // code it runs is not traced: CPython calls no profile function while
+    // one runs.)
+    t.named_in_window = window;
+    name_thread_in_window(window);
+  }
   t.open.push_back({name != 0 ? pk_now_ticks() : 0, name, window, kind, builtin, frame});
 }
 

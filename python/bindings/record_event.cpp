@@ -163,7 +163,8 @@ constexpr const char* kDoc =
     "RuntimeError and record nothing. A range whose begin and end fall in\n"
     "different recording windows is left out of both.\n\n"
     "Args:\n"
-    "    name: the range's name (str, no NUL characters).\n"
+    "    name: the range's name (str, no NUL characters; a lone surrogate,\n"
+    "        which has no UTF-8 form, is recorded as U+FFFD).\n"
     "    event_type: a TracerEventType (or its int value); default\n"
     "        PythonUserDefined.\n";
 

@@ -65,10 +65,27 @@ PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_
   if (!parse_event_type(event_type, &event_type_value)) return nullptr;
   Py_ssize_t length = 0;
   const char* utf8 = PyUnicode_AsUTF8AndSize(name, &length);
-  if (utf8 == nullptr) return nullptr;
+  PyObject* kept = name;  // the name the object holds (a new reference below)
+  if (utf8 == nullptr) {
+    // A lone surrogate, which has no UTF-8 form: the range is named with
+    // U+FFFD in its place, as every name with one is (without_surrogates
+    // says why), and that is the name the object holds.
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return nullptr;
+    PyErr_Clear();
+    kept = without_surrogates(name);
+    if (kept == nullptr) return nullptr;
+    utf8 = PyUnicode_AsUTF8AndSize(kept, &length);
+    if (utf8 == nullptr) {
+      Py_DECREF(kept);
+      return nullptr;
+    }
+  } else {
+    Py_INCREF(kept);
+  }
   // Engine names are C strings: a NUL would silently cut the name short.
   if (std::memchr(utf8, '\0', static_cast<size_t>(length)) != nullptr) {
     PyErr_Format(PyExc_ValueError, "RecordEvent: name %R contains a NUL character; event names cannot", name);
+    Py_DECREF(kept);
     return nullptr;
   }
   RecordEventObject* self = nullptr;
@@ -79,9 +96,11 @@ PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_
   }
 #endif
   if (self == nullptr) self = PyObject_New(RecordEventObject, type);
-  if (self == nullptr) return nullptr;
-  Py_INCREF(name);
-  self->name = name;
+  if (self == nullptr) {
+    Py_DECREF(kept);
+    return nullptr;
+  }
+  self->name = kept;
   self->utf8 = utf8;
   self->thread = 0;
   self->serial = 0;

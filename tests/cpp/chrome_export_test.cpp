@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -542,6 +543,109 @@ TEST(ChromeExport, WorkPastTheLastOverlapLaneStaysOnIt) {
   }
   EXPECT_EQ(lanes.size(), kMaxDeviceOverlapLanes + 1u);
   EXPECT_EQ(records, kMaxDeviceOverlapLanes + 2u);
+}
+
+// JSON readers (Perfetto, chrome://tracing, Python's json) keep one value
+// per key: an argument key given twice on one event would hide the first
+// value. pk_event_arg_* does not replace, two keys may escape alike (bytes
+// that are not UTF-8 become U+FFFD), and a runtime call's own argument may
+// be named "correlation id": every value is written, under a key of its own.
+TEST(ChromeExport, ArgumentKeysRepeatedOnAnEventAreWrittenOnceEachWithEveryValue) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 50;
+  info.start_ns = 1000;
+  info.end_ns = 100000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t t = b.thread(9);
+  const uint32_t dup = b.add_string("dup");
+  const uint32_t dup2 = b.add_string("dup#2");
+  const uint32_t bad1 = b.add_string("k\xFF");
+  const uint32_t bad2 = b.add_string("k\xFE");
+  const uint32_t correlation = b.add_string("correlation id");
+  const uint32_t user_value = b.add_string("given");
+  b.add_event(t, {2000, 9000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
+  b.add_arg(t, 2000, 0, dup, PK_ARG_INT, -5);
+  b.add_arg(t, 2000, 0, dup, PK_ARG_INT, INT64_MAX);
+  b.add_arg(t, 2000, 0, dup2, PK_ARG_STRING, user_value);  // the program's own "dup#2"
+  b.add_arg(t, 2000, 0, bad1, PK_ARG_INT, 1);
+  b.add_arg(t, 2000, 0, bad2, PK_ARG_INT, 2);
+  b.add_event(t, {10000, 11000, b.add_string("plain"), PK_EVENT_OPERATOR, 0, 0});
+  b.add_arg(t, 10000, 0, dup, PK_ARG_INT, 3);
+  b.add_arg(t, 10000, 0, dup2, PK_ARG_INT, 4);
+  b.add_runtime_call(t, {12000, 13000, b.add_string("cudaLaunchKernel"), PK_EVENT_CUDA_RUNTIME, 0, 0}, 501);
+  b.add_arg(t, 12000, 255, correlation, PK_ARG_INT, 7);  // 255: the builder's depth hint of runtime calls
+  b.add_device_event({14000, 15000, 0, b.add_string("k"), 501, 7, 1, 0, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  auto r = b.finish();
+  ASSERT_EQ(r->event_args.size(), 8u);
+  const std::string path = dir.file("keys.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  auto has = [&](const std::string& s) { return json.find(s) != std::string::npos; };
+  const std::string replaced = "\xEF\xBF\xBD";  // U+FFFD
+  EXPECT_TRUE(has("\"args\":{\"dup\":-5,\"dup#2\":9223372036854775807,\"dup#2#2\":\"given\",\"k" + replaced +
+                  "\":1,\"k" + replaced + "#2\":2}"))
+      << json;
+  EXPECT_TRUE(has("\"args\":{\"dup\":3,\"dup#2\":4}"));  // no repeat: as given
+  EXPECT_TRUE(has("\"args\":{\"correlation id\":501,\"correlation id#2\":7}"));
+
+  // Load gives every value back, each under the key the file shows, and the
+  // runtime call keeps its correlation id (its launch).
+  auto loaded = read_chrome_trace(path);
+  ASSERT_EQ(loaded->event_args.size(), 8u);
+  std::vector<std::string> keys;
+  for (const pk_event_arg& a : loaded->event_args) keys.emplace_back(loaded->strings.view(a.key));
+  EXPECT_EQ(keys, (std::vector<std::string>{"dup", "dup#2", "dup#2#2", "k" + replaced, "k" + replaced + "#2", "dup",
+                                            "dup#2", "correlation id#2"}));
+  ASSERT_EQ(loaded->device_events.size(), 1u);
+  EXPECT_NE(loaded->device_events[0].launch_event, PK_NO_EVENT);
+}
+
+// Perfetto reads pids as 32-bit: every GPU's process fits, for the largest
+// OS pid and any device number a Result can hold, apart from the host's and
+// from each other; devices below kStridedDeviceCount keep the documented
+// pid + stride * (device + 1) that merge and other tools compute.
+TEST(ChromeExport, EveryGpuProcessIdFitsIn32BitsAndIsItsOwn) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = (1u << 22) - 1;  // Linux's largest pid_max
+  info.start_ns = 1000;
+  info.end_ns = 100000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t k = b.add_string("k");
+  b.add_event(b.thread(9), {2000, 3000, b.add_string("op"), PK_EVENT_OPERATOR, 0, 0});
+  const std::vector<uint16_t> devices = {0, 1, 428, 429, 430, 857, 858, 859, 1000, 65534, UINT16_MAX};
+  for (const uint16_t d : devices) {
+    b.add_device_event({5000, 6000, PK_NO_EVENT, k, 0, 3, 1, d, PK_EVENT_KERNEL, 0, PK_NO_DETAIL});
+  }
+  auto r = b.finish();
+  const std::string path = dir.file("devices.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  std::map<uint64_t, uint64_t> device_of_pid;
+  for (const auto& [lane, slices] : slices_by_lane(json)) {
+    const uint64_t pid = lane.first;
+    EXPECT_LE(pid, 0xFFFFFFFFull);
+    if (pid == info.pid) continue;         // the host's
+    EXPECT_GE(pid, kDeviceProcessStride);  // above every OS pid
+    ASSERT_EQ(slices.size(), 1u) << "two devices on pid " << pid;
+    device_of_pid[pid] = number_after(slices[0].line, "device", false);
+  }
+  EXPECT_EQ(device_of_pid.size(), devices.size());
+  for (const uint16_t d : {0, 1, 428}) {
+    EXPECT_EQ(device_of_pid[info.pid + kDeviceProcessStride * (d + 1u)], d);
+  }
+  // Each GPU process is named after its device, and loading puts every
+  // record back on it.
+  EXPECT_NE(json.find("\"name\":\"GPU 65535\""), std::string::npos);
+  auto loaded = read_chrome_trace(path);
+  ASSERT_EQ(loaded->device_events.size(), devices.size());
+  std::vector<uint16_t> loaded_devices;
+  for (const pk_device_event& e : loaded->device_events) loaded_devices.push_back(e.device);
+  std::sort(loaded_devices.begin(), loaded_devices.end());
+  EXPECT_EQ(loaded_devices, devices);
 }
 
 TEST(ChromeExport, EmptyResultIsValidAndErrorsNameThePath) {

@@ -15,6 +15,7 @@
 #include "cupti/api_names.h"
 #include "cupti/record_decoder.h"
 #include "cupti_synthetic.h"
+#include "export/chrome_trace.h"
 #include "trace/result_builder.h"
 
 namespace {
@@ -309,6 +310,41 @@ TEST(CuptiDecoder, StoreCapDropsAreCounted) {
   auto r = collect(store);
   EXPECT_EQ(r->device_events.size(), 4u);
   EXPECT_EQ(r->info.dropped_device_records, 6u);
+}
+
+// pk_device_event holds 16 bits of a device id, and a Chrome trace's GPU
+// process (pid + stride * (device + 1)) fits Perfetto's 32-bit pids up to
+// kMaxDeviceId: a record naming a device past it is damaged, and is dropped
+// and counted rather than shown on another device (before: clamped, device
+// 70000 showed as "GPU 65535").
+static_assert(profkit::cupti::kMaxDeviceId < profkit::kStridedDeviceCount,
+              "every device the decoder keeps has the documented GPU process id");
+
+TEST(CuptiDecoder, RecordsOfADevicePastTheLastOneShownAreDroppedAndCounted) {
+  using profkit::cupti::kMaxDeviceId;
+  SyntheticBuffer buf;
+  buf.add(api_record(kLaunchKernel, 1800, 1900, 8, kTid));
+  buf.add(kernel_record("_Z1kv", 2000, 3000, 8, 7, 70000));
+  buf.add(api_record(kLaunchKernel, 3100, 3200, 9, kTid));
+  buf.add(kernel_record("_Z1kv", 3300, 3400, 9, 7, kMaxDeviceId + 1));
+  profkit::cupti::MemcpyRecord copy = memcpy_record(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 64, 3500, 3600, 10);
+  copy.deviceId = UINT32_MAX;
+  buf.add(copy);
+  profkit::cupti::MemsetRecord set = memset_record(64, 0, 3700, 3800, 11);
+  set.deviceId = 1u << 16;
+  buf.add(set);
+  buf.add(api_record(kLaunchKernel, 3900, 4000, 12, kTid));
+  buf.add(kernel_record("_Z1kv", 4100, 4200, 12, 7, kMaxDeviceId));  // the last one kept
+  ActivityStore store(profkit::cupti::api_display_name);
+  const DecodeStats stats = decode_buffer(buf.data(), buf.size(), synthetic_next_record, recording(), &store);
+  EXPECT_EQ(stats.records, 8u);
+  EXPECT_EQ(stats.bad_device, 4u);
+  EXPECT_EQ(stats.dropped, 4u);
+  EXPECT_EQ(stats.kept, 4u);  // the three runtime calls and the kernel on kMaxDeviceId
+  auto r = collect(store);
+  ASSERT_EQ(r->device_events.size(), 1u);
+  EXPECT_EQ(r->device_events[0].device, kMaxDeviceId);
+  EXPECT_EQ(r->info.dropped_device_records, 4u);  // the Result says GPU records are missing
 }
 
 TEST(CuptiApiNames, GeneratedFromTheHeaders) {

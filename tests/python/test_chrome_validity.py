@@ -42,11 +42,19 @@ def _not_json(constant):
     raise ValueError(f"{constant} is not JSON")
 
 
+def _unique_keys(pairs):
+    found = dict(pairs)
+    if len(found) != len(pairs):  # a reader keeps one value per key: the others are lost
+        raise ValueError(f"a key given more than once in one object: {pairs!r:.300}")
+    return found
+
+
 def read_exact(path):
-    """The document with every fraction as a Decimal (no float rounding); NaN/Infinity refused."""
+    """The document with every fraction as a Decimal (no float rounding); NaN/Infinity and
+    keys repeated in an object refused."""
     with open(path, "rb") as f:
         text = f.read().decode("utf-8")  # strict: a stray byte is an error
-    return json.loads(text, parse_float=Decimal, parse_constant=_not_json)
+    return json.loads(text, parse_float=Decimal, parse_constant=_not_json, object_pairs_hook=_unique_keys)
 
 
 def _integer(v):
@@ -313,6 +321,27 @@ def test_a_merge_puts_every_event_at_its_exact_wall_clock_time(busy_window, tmp_
         source = read_exact(original)
         want = wall_times(source, source["profkit"]["base_wall_ns"], {source["profkit"]["pid"]})
         assert wall_times(doc, base, {pid_of[name]}) == want, name
+
+
+def test_an_argument_key_given_again_on_an_event_keeps_every_value(tmp_path):
+    # The engine keeps every argument; JSON readers keep one value per key.
+    # Before, the file said {"dup": -5, "dup": 9223372036854775807} and a
+    # viewer showed only the last.
+    def body():
+        with RecordEvent("op", TracerEventType.Operator):
+            key = C.intern("dup")
+            C.event_arg_int(key, -5)
+            C.event_arg_int(key, 2**63 - 1)
+            C.event_arg_str(key, "text")
+            C.event_arg_int(C.intern("dup#2"), 7)  # the program's own "dup#2"
+
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        body()
+    path = tmp_path / "dup.trace.json"
+    prof.profiler_result.export_chrome_tracing(str(path))
+    check(path)  # read_exact refuses a repeated key
+    (op,) = [e for e in read_exact(path)["traceEvents"] if e.get("name") == "op"]
+    assert list(op["args"].items()) == [("dup", -5), ("dup#2", 2**63 - 1), ("dup#3", "text"), ("dup#2#2", 7)]
 
 
 def profkit_device_stride():

@@ -256,6 +256,49 @@ def test_a_name_cut_short_reads_the_same_in_events_and_chrome_json(tmp_path):
     assert list(result.events["name"]) == [in_json] == ["trunc\ufffd and \ufffd"]
 
 
+def test_text_with_a_lone_surrogate_is_recorded_with_the_replacement_character(tmp_path):
+    # Every text entry point treats a lone surrogate (no UTF-8 form; what
+    # os.fsdecode makes of bytes that are not UTF-8) as RecordEvent does:
+    # U+FFFD in its place. Before, each raised pybind11's "incompatible
+    # function arguments" TypeError (from inside the torch fallback's or
+    # dataloader_range's intern, too).
+    _C.set_metadata("model \udcff", "v\ud800")
+    try:
+        _C.set_state(RECORD)
+
+        def work():
+            _C.set_thread_name("worker \udfff")
+            _C.begin_event(_C.intern("op \udcff"), USER_DEFINED)
+            _C.event_arg_str(_C.intern("key \ud800"), "value \udcff")
+            _C.end_event()
+            _C.begin_event_str("str \ud800", USER_DEFINED)
+            _C.end_event()
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        with profkit.dataloader_range("load \udcff"):
+            pass
+        _C.set_state(CLOSED)
+        result = profkit.ProfilerResult(_C.collect())
+    finally:
+        _C.set_metadata("model \udcff", None)
+    assert sorted(result.events["name"]) == ["load \ufffd", "op \ufffd", "str \ufffd"]
+    assert [(a["key"], a["value"]) for a in result.event_args] == [("key \ufffd", "value \ufffd")]
+    assert "worker \ufffd" in [t["name"] for t in result.threads]
+    assert result.metadata["model \ufffd"] == "v\ufffd"
+    assert _C.name_string(_C.intern("x\udcff")) == "x\ufffd"
+    # What pybind11 took before still goes through as it did: bytes as they
+    # are, and anything else than str or bytes is a TypeError.
+    assert _C.name_string(_C.intern(b"raw")) == "raw"
+    with pytest.raises(TypeError):
+        _C.intern(3)
+    path = tmp_path / "surrogates.trace.json"
+    result.export_chrome_tracing(path)
+    doc = json.loads(path.read_bytes().decode("utf-8"))  # strict decoding succeeds
+    assert {"op \ufffd", "str \ufffd"} <= {e["name"] for e in doc["traceEvents"] if e.get("ph") == "X"}
+
+
 def test_bad_files_raise_clear_python_errors(tmp_path):
     missing = tmp_path / "missing.pktrace"
     with pytest.raises(FileNotFoundError, match="missing.pktrace"):

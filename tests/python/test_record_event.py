@@ -365,6 +365,33 @@ def test_unicode_names_round_trip():
     assert rows(recorded(body)) == [(name, 14, 0)]
 
 
+@pytest.mark.parametrize("recording", [True, False])
+def test_a_lone_surrogate_in_a_name_is_recorded_as_the_replacement_character(recording):
+    # A lone surrogate has no UTF-8 form (os.fsdecode makes one of a file
+    # name's byte that is not UTF-8); before, RecordEvent raised an unexplained
+    # UnicodeEncodeError, recording or not. The range is recorded, and the
+    # object named, with U+FFFD in its place, as the engine shows bytes from C
+    # that are not UTF-8.
+    name = "read data_\udcff.bin \ud800!"  # os.fsdecode(b"data_\xff.bin"), and a high surrogate alone
+    events = []
+
+    def body():
+        ev = RecordEvent(name, TracerEventType.UserDefined)
+        events.append(ev)
+        with ev:
+            pass
+
+    result = recorded(body) if recording else None
+    if not recording:
+        body()
+    assert events[0].name == "read data_\ufffd.bin \ufffd!"
+    if recording:
+        assert rows(result) == [("read data_\ufffd.bin \ufffd!", int(TracerEventType.UserDefined), 0)]
+    # A NUL is still refused: the engine's text would end there.
+    with pytest.raises(ValueError, match="NUL"):
+        RecordEvent("\ud800\0")
+
+
 def test_introspection():
     ev = RecordEvent("x", TracerEventType.UserDefined)
     assert repr(ev) == "RecordEvent('x', event_type=UserDefined)"

@@ -383,6 +383,45 @@ def test_every_thread_is_traced_those_running_and_those_started_in_the_window():
     assert len(python_ops(after)) == 0
 
 
+def test_a_thread_that_records_only_python_calls_is_named_after_its_thread_in_each_window():
+    # Its lanes are named after its threading.Thread, as a thread that runs
+    # RecordEvent gets; before, such a thread showed the process's OS name
+    # ("python3") on every lane.
+    def in_the_window():
+        leaf(9)
+
+    worker = Worker(lambda: leaf(4))
+    worker.thread.name = "worker before the window"
+    started = []
+    try:
+
+        def body(prof):
+            worker.run_once()
+            thread = threading.Thread(target=in_the_window, name="started in the window")
+            thread.start()
+            thread.join()
+            started.append(thread.native_id)
+
+        first = record(body, with_stack=True)
+        worker.thread.name = "renamed between windows"
+        second = record(lambda prof: worker.run_once(), with_stack=True)
+    finally:
+        worker.close()
+    names = {t["tid"]: t["name"] for t in first.threads}
+    assert names[worker.thread.native_id] == "worker before the window"
+    assert names[started[0]] == "started in the window"
+    assert {t["tid"]: t["name"] for t in second.threads}[worker.thread.native_id] == "renamed between windows"
+
+
+def test_a_file_name_that_is_not_utf8_names_its_calls_with_the_replacement_character():
+    # co_filename of code from a file whose name is not UTF-8 holds a lone
+    # surrogate (surrogateescape). Before, the whole file name became "?".
+    namespace = {}
+    exec(compile("def from_there():\n    return 1\n", "/data/mod_\udcff.py", "exec"), namespace)
+    result = record(lambda prof: namespace["from_there"](), with_stack=True)
+    assert "/data/mod_\ufffd.py(1): from_there" in list(python_ops(result)["name"])
+
+
 def test_a_thread_the_tracer_cannot_take_runs_untraced(monkeypatch):
     def refuses(frame):
         raise RuntimeError("simulated")
