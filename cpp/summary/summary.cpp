@@ -45,12 +45,12 @@ std::vector<std::string> recording_losses(const ResultInfo& info) {
                     "dropped): these tables lack them.");
   }
   if (info.dropped_device_records > 0) {
-    // One count holds both causes (the Result has no field to tell them
-    // apart), so the line names both, each with its remedy.
+    // One count holds every cause (the Result has no field to tell them
+    // apart), so the line names each, with its remedy.
     lines.push_back(std::to_string(info.dropped_device_records) +
                     " GPU records were lost, past the engine's memory cap (raise it with pk_set_memory_cap; "
-                    "Profiler(memory_cap=...) in Python) or for lack of a free CUPTI activity buffer: the GPU "
-                    "columns lack them.");
+                    "Profiler(memory_cap=...) in Python), for lack of a free CUPTI activity buffer, or naming a "
+                    "device id past 428: the GPU columns lack them.");
   }
   return lines;
 }

@@ -21,8 +21,18 @@ from ._gzip_files import gunzip_to_temporary, remove_quietly
 # one event per line separated by ",\n", then this footer and the metadata.
 HEADER = b'{"traceEvents":[\n'
 FOOTER = b'\n],\n"displayTimeUnit":"ms",\n"profkit":'
-# GPU d of host pid p is p + stride * (d + 1) (chrome_trace.h).
+# GPU d of host pid p is p + stride * (d + 1) for the first 429 devices,
+# past them p + d // 429 + stride * (d % 429 + 1): within 32 bits
+# (kStridedDeviceCount, chrome_trace.h).
 DEVICE_PROCESS_STRIDE = 10_000_000
+STRIDED_DEVICE_COUNT = 429
+
+
+def device_pid(pid: int, device: int) -> int:
+    """The Chrome export's process id of GPU ``device`` of host ``pid``."""
+    if device < STRIDED_DEVICE_COUNT:
+        return pid + DEVICE_PROCESS_STRIDE * (device + 1)
+    return pid + device // STRIDED_DEVICE_COUNT + DEVICE_PROCESS_STRIDE * (device % STRIDED_DEVICE_COUNT + 1)
 
 _PID = re.compile(rb'"pid":(\d+)')
 
@@ -196,7 +206,7 @@ class Source:
         }
         pid = self.meta["pid"]
         devices = np.unique(device["device"]) if len(device) else []
-        self.pids = [pid] + [pid + DEVICE_PROCESS_STRIDE * (int(d) + 1) for d in devices]
+        self.pids = [pid] + [device_pid(pid, int(d)) for d in devices]
 
     def load(self) -> "_C.Result":
         return _C.load(engine_path(self.data_path))

@@ -199,9 +199,10 @@ def _losses(info: Dict[str, Any], memory_cap: int) -> str:
     if info["overflowed_events"]:
         parts.append(f"{info['overflowed_events']} nested deeper than 256 levels (those are not recorded)")
     if info["dropped_device_records"]:
-        parts.append(  # one count for both causes: the info cannot tell them apart
+        parts.append(  # one count for every cause: the info cannot tell them apart
             f"{info['dropped_device_records']} GPU records past the memory cap of {memory_cap} bytes "
-            "(raise it with Profiler(memory_cap=...)) or for lack of a free CUPTI activity buffer"
+            "(raise it with Profiler(memory_cap=...)), for lack of a free CUPTI activity buffer, or naming a "
+            "device id past 428"
         )
     return "; ".join(parts)
 

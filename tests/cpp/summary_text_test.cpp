@@ -327,6 +327,7 @@ TEST(SummaryText, LostGpuRecordsNameTheMemoryCapAndCuptiBuffers) {
   EXPECT_NE(lines[0].find("pk_set_memory_cap"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("Profiler(memory_cap=...)"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("CUPTI activity buffer"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("device id past 428"), std::string::npos) << lines[0];
 }
 
 TEST(SummaryText, FormatValue) {

@@ -649,3 +649,14 @@ def test_cli_summary_ranks_keeps_the_names_given(tmp_path, capsys):
     assert cli.main(["summary", "--ranks", r0, r0]) == 0  # one rank twice: a one-line warning
     err = capsys.readouterr().err
     assert err.startswith("profkit: warning: ") and "both claim rank 0 of world size 2" in err and err.count("\n") == 1
+
+
+def test_gpu_process_ids_of_every_device_fit_32_bits_and_stay_apart():
+    # merge finds a .pktrace's GPU processes by the Chrome export's rule
+    # (chrome_trace.h): past device 428 the plain stride passed 2^32.
+    from profkit._merge_sources import device_pid
+
+    host = 2**22  # the largest Linux pid
+    pids = [device_pid(host, d) for d in range(2**16)]
+    assert max(pids) < 2**32 and len(set(pids)) == len(pids) and min(pids) > host
+    assert device_pid(7, 0) == 10000007 and device_pid(7, 428) == 7 + 429 * 10_000_000  # the documented stride

@@ -668,6 +668,7 @@ def test_lost_gpu_records_name_both_causes_with_their_remedies():
     lost = profiler_module._losses(info, 256 << 10)
     assert lost.startswith("7 GPU records past the memory cap of 262144 bytes (raise it with Profiler(memory_cap=...))")
     assert "CUPTI activity buffer" in lost
+    assert "device id past 428" in lost
 
 
 def test_the_least_memory_cap_is_the_engines(engine_memory_cap):

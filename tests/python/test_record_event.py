@@ -392,6 +392,21 @@ def test_a_lone_surrogate_in_a_name_is_recorded_as_the_replacement_character(rec
         RecordEvent("\ud800\0")
 
 
+def test_a_thread_whose_name_holds_a_lone_surrogate_is_named_with_the_replacement_character():
+    # Its lane fell back to the OS name ("python3"): the name had no UTF-8 form.
+    def work():
+        with RecordEvent("work"):
+            pass
+
+    def body():
+        worker = threading.Thread(target=work, name="w\udcff")
+        worker.start()
+        worker.join()
+
+    result = recorded(body)
+    assert "w\ufffd" in [t["name"] for t in result.threads]
+
+
 def test_introspection():
     ev = RecordEvent("x", TracerEventType.UserDefined)
     assert repr(ev) == "RecordEvent('x', event_type=UserDefined)"
