@@ -101,6 +101,8 @@ def main() -> None:
             f"--steps must be at least {RECORDED_STEPS[0] + 1}: steps {RECORDED_STEPS[0]}-{RECORDED_STEPS[1] - 1} "
             f"are recorded, so {args.steps} steps record nothing to merge"
         )
+    if args.nproc < 1 and "RANK" not in os.environ:
+        parser.error(f"--nproc must be at least 1, not {args.nproc}")
     log_dir = os.path.abspath(args.log_dir)
     os.makedirs(log_dir, exist_ok=True)
 

@@ -81,7 +81,7 @@ def parse_args(argv=None):
     )
     p.add_argument("--slow-data", type=float, default=0.0, metavar="MS", help="milliseconds to load each sample")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where available)")
-    p.add_argument("--out", default="./profiler_log", help="directory for the trace files")
+    p.add_argument("--out", default="./profiler_log", help="directory for the trace files (made if missing)")
     p.add_argument("--record-shapes", action="store_true", help="attach input shapes to operators")
     p.add_argument(
         "--profile-memory", action="store_true", help="record torch's allocations and frees (adds the Memory summary)"
@@ -94,7 +94,13 @@ def parse_args(argv=None):
         action="store_true",
         help="record the Python calls too, and write a flame graph's folded stacks (.stacks) beside the traces",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for option, value in (("--steps", args.steps), ("--batch-size", args.batch_size)):
+        if value < 1:
+            p.error(f"{option} must be at least 1, not {value}")
+    if args.workers < 0:
+        p.error(f"--workers must be 0 (load in the main process) or more, not {args.workers}")
+    return args
 
 
 def train(args):

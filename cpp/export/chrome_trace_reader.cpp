@@ -417,6 +417,14 @@ ResultInfo ChromeTraceLoader::info_from(const JsonProfkitObject& meta, uint64_t 
   info.span_index = u64("span_index", false);
   info.start_ns = time("start_ns");
   info.end_ns = time("end_ns");
+  // A recording span never ends before it starts (trace_reader.cpp refuses
+  // the same in a .pktrace): that is an edited file, and durations computed
+  // from it would be negative.
+  if (info.start_ns > info.end_ns) {
+    fail_file("its \"profkit\" object's \"start_ns\" (" + std::to_string(info.start_ns) +
+              ") is after its \"end_ns\" (" + std::to_string(info.end_ns) +
+              "): a recording span cannot end before it starts (the file was edited or damaged)");
+  }
   info.clock_offset_ns = meta_in_range<int64_t>(meta, "clock_offset_ns", true);
   info.dropped_events = u64("dropped_events", false);
   info.unmatched_ends = u64("unmatched_ends", false);

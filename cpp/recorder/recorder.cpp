@@ -39,7 +39,35 @@ std::string host_name() {
 // references, and every user of the recorder references this one.
 [[maybe_unused]] const int g_fork_handlers =
     pthread_atfork(&Recorder::prepare_fork, &Recorder::after_fork_in_parent, &Recorder::after_fork_in_child);
+
+// True while this thread runs state listeners, which it does holding the
+// recorder's mutex: a listener that calls back into a function taking it
+// would deadlock. Those that change the state, the steps, the listeners or
+// collect are refused instead (lock_outside_listener); those that only read
+// or set a field go ahead without locking again (lock_unless_listening).
+thread_local bool t_in_listener = false;
+
+struct InListener {
+  InListener() noexcept { t_in_listener = true; }
+  ~InListener() { t_in_listener = false; }
+  InListener(const InListener&) = delete;
+  InListener& operator=(const InListener&) = delete;
+};
 }  // namespace
+
+std::unique_lock<std::mutex> Recorder::lock_outside_listener(const char* function) const {
+  if (t_in_listener) {
+    throw Error(PK_ERR_INVALID_STATE, std::string(function) +
+                                          ": called from a state listener, which runs while the engine changes "
+                                          "state; call it after that change (pk_set_state) has returned");
+  }
+  return std::unique_lock<std::mutex>(mutex_);
+}
+
+std::unique_lock<std::mutex> Recorder::lock_unless_listening() const {
+  if (t_in_listener) return std::unique_lock<std::mutex>(mutex_, std::defer_lock);  // held: by this thread
+  return std::unique_lock<std::mutex>(mutex_);
+}
 
 Recorder& Recorder::instance() {
   static Recorder* recorder = new Recorder();  // never destroyed (see ThreadRegistry)
@@ -69,7 +97,7 @@ void Recorder::set_state(int32_t raw) {
                                              "RECORD_AND_RETURN)");
   }
   const auto to = static_cast<pk_state>(raw);
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_set_state");
   const pk_state from = state();
   if (from == to) return;
   if (is_recording(to) && !is_recording(from)) {
@@ -99,21 +127,25 @@ void Recorder::set_state(int32_t raw) {
   }
   state_.store(to, std::memory_order_relaxed);
   if (source_ != nullptr) source_->on_state_change(from, to);
+  const InListener listening;
   for (const Listener& l : listeners_) l.fn(from, to, l.user_data);
 }
 
 uint64_t Recorder::add_state_listener(pk_state_listener listener, void* user_data) {
   if (listener == nullptr) throw Error(PK_ERR_INVALID_ARGUMENT, "pk_add_state_listener: listener must not be NULL");
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_add_state_listener");
   const uint64_t handle = next_listener_handle_++;
   listeners_.push_back({handle, listener, user_data});
   const pk_state now = state();
-  if (now != PK_STATE_CLOSED) listener(PK_STATE_CLOSED, now, user_data);
+  if (now != PK_STATE_CLOSED) {
+    const InListener listening;
+    listener(PK_STATE_CLOSED, now, user_data);
+  }
   return handle;
 }
 
 void Recorder::remove_state_listener(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_remove_state_listener");
   auto it = std::find_if(listeners_.begin(), listeners_.end(), [&](const Listener& l) { return l.handle == handle; });
   if (it == listeners_.end()) {
     throw Error(PK_ERR_INVALID_ARGUMENT,
@@ -139,7 +171,7 @@ void check_step_number(const char* function, uint64_t number) {
 void Recorder::step_begin(uint64_t number) {
   check_step_number("pk_step_begin", number);
   const uint64_t now = read_ticks();
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_step_begin");
   // A step still open ends here, as pk_step ends one: overwriting it (before
   // 1.9) lost it without a trace or a count.
   if (step_open_) end_step_locked(now, 0);
@@ -171,7 +203,7 @@ void Recorder::end_step_locked(uint64_t now_ticks, uint64_t num_samples) {
 // then holds, may be INT64_MAX + 1, and step refuses to begin that one.
 void Recorder::step_end(uint64_t num_samples) {
   const uint64_t now = read_ticks();
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_step_end");
   if (!step_open_) {
     throw Error(PK_ERR_INVALID_STATE, "pk_step_end: no step is open; call pk_step_begin (or pk_step) first");
   }
@@ -181,7 +213,7 @@ void Recorder::step_end(uint64_t num_samples) {
 
 void Recorder::step(uint64_t num_samples) {
   const uint64_t now = read_ticks();
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_step");
   // Checked before anything changes: a refused pk_step leaves the open step
   // open (pk_step_end still ends it) and the numbering where it was.
   check_step_number("pk_step", step_open_ ? step_number_ + 1 : step_number_);
@@ -196,7 +228,7 @@ void Recorder::step(uint64_t num_samples) {
 }
 
 uint64_t Recorder::current_step() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_unless_listening();
   return step_number_;
 }
 
@@ -206,13 +238,13 @@ void Recorder::set_rank(int32_t rank, int32_t world_size) {
                                              std::to_string(world_size) +
                                              " is not valid (need 0 <= rank < world_size, or -1 for unknown)");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_unless_listening();
   rank_ = rank;
   world_size_ = world_size;
 }
 
 void Recorder::set_metadata(const std::string& key, const std::string* value) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_unless_listening();
   auto it = std::find_if(metadata_.begin(), metadata_.end(), [&](const auto& kv) { return kv.first == key; });
   if (value == nullptr) {
     if (it != metadata_.end()) metadata_.erase(it);
@@ -229,7 +261,7 @@ void Recorder::set_activity_source(ActivitySource* source) {
 }
 
 std::unique_ptr<Result> Recorder::collect() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  const auto lock = lock_outside_listener("pk_collect");
   const CollectBounds bounds = collect_bounds();
   const TickConverter clock = TickConverter::up_to_now();
   ResultInfo info = result_info(bounds, clock);

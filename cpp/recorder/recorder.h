@@ -50,7 +50,10 @@ class Recorder {
   void set_activity_source(ActivitySource* source);
 
   // State listeners (pk_add_state_listener): called under the control lock
-  // after each change. add_state_listener returns the handle.
+  // after each change. add_state_listener returns the handle. A listener
+  // that calls set_state, a step function, collect or (add|remove)_state_listener
+  // gets PK_ERR_INVALID_STATE (it would deadlock); current_step, set_rank and
+  // set_metadata work from one.
   uint64_t add_state_listener(pk_state_listener listener, void* user_data);
   void remove_state_listener(uint64_t handle);
 
@@ -70,6 +73,11 @@ class Recorder {
   Recorder() = default;
   static bool is_recording(pk_state s) noexcept { return s == PK_STATE_RECORD || s == PK_STATE_RECORD_AND_RETURN; }
   void end_step_locked(uint64_t now_ticks, uint64_t num_samples);
+  // mutex_ for `function` (a pk_ entry point): PK_ERR_INVALID_STATE when
+  // called from a state listener, which runs holding it.
+  std::unique_lock<std::mutex> lock_outside_listener(const char* function) const;
+  // mutex_, or nothing when this thread holds it already (in a listener).
+  std::unique_lock<std::mutex> lock_unless_listening() const;
   static void unlock_after_fork() noexcept;
   void start_afresh_in_forked_child();
   static void forget_unmatched_without_buffer() noexcept;

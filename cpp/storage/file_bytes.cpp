@@ -32,7 +32,8 @@ class FileDescriptor {
 
 // Reads until end of file, for what has no size to go by: a pipe or FIFO
 // (`profkit summary <(gunzip -c x.pktrace.gz)`, `... | profkit info
-// /dev/stdin`) or a character device report st_size 0 whatever they hold.
+// /dev/stdin`), a character device, or a file in /proc report st_size 0
+// whatever they hold.
 std::unique_ptr<uint8_t[]> read_to_end(int fd, const std::string& path, uint64_t max_size, size_t* size) {
   size_t capacity = 1 << 16;
   std::unique_ptr<uint8_t[]> data(new uint8_t[capacity]);
@@ -86,7 +87,11 @@ std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64
     // is the errno this failure stands for.
     throw Error(PK_ERR_IO, "cannot load '" + path + "': it is a directory, not a trace file", EISDIR);
   }
-  if (!S_ISREG(st.st_mode)) {
+  // A regular file of size 0 may hold bytes all the same: procfs, sysfs and
+  // some FUSE file systems report 0 for what they make up as it is read.
+  // Read to the end as a pipe is, so that what it holds is judged (an empty
+  // one is still empty), rather than called empty unread.
+  if (!S_ISREG(st.st_mode) || st.st_size == 0) {
     std::shared_ptr<FileBytes> file(new FileBytes());
     file->data_ = read_to_end(fd.get(), path, max_size, &file->size_);
     file->regular_file_ = false;
@@ -100,7 +105,6 @@ std::shared_ptr<const FileBytes> FileBytes::read(const std::string& path, uint64
   }
 
   std::shared_ptr<FileBytes> file(new FileBytes());
-  if (expected == 0) return file;
   file->data_.reset(new uint8_t[expected]);  // uninitialized: read() fills it
   size_t done = 0;
   while (done < expected) {

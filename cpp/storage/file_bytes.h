@@ -25,13 +25,17 @@ class FileBytes {
   // directory or a failed read (with the system call's errno, EISDIR for a
   // directory, in Error::os_errno()), PK_ERR_CORRUPT for a file larger than
   // `max_size` (refused before anything is allocated). A file that shrinks
-  // while being read gives the bytes that were there. A pipe, FIFO or device
-  // (no size to go by) is read to its end, PK_ERR_CORRUPT past `max_size`.
+  // while being read gives the bytes that were there. A pipe, FIFO or device,
+  // and a regular file that reports size 0 (procfs, sysfs, some FUSE file
+  // systems), have no size to go by: read to their end, PK_ERR_CORRUPT past
+  // `max_size`.
   static std::shared_ptr<const FileBytes> read(const std::string& path, uint64_t max_size);
 
   const uint8_t* data() const noexcept { return data_.get(); }
   size_t size() const noexcept { return size_; }
-  // False for a pipe, FIFO or device: what it held is gone once read.
+  // False for what was read with no size to go by (see read): a pipe, FIFO or
+  // device, whose bytes are gone once read, or a file that reports size 0.
+  // The caller tells its format from these bytes, not by reading it again.
   bool regular_file() const noexcept { return regular_file_; }
 
  private:

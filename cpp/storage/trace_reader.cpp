@@ -1,5 +1,6 @@
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -24,6 +25,12 @@ namespace {
 
 // Explains why a buffer without our identifier is not a trace.
 std::string foreign_file_problem(const uint8_t* data, size_t size) {
+  // gzip's magic bytes: a compressed trace that reached the engine as it is
+  // (the Python layer decompresses files and pipes; a C caller does not).
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+    return "it is gzip-compressed data, not a profkit trace; decompress it first (gunzip -c FILE > FILE.pktrace), "
+           "or load it with profkit's Python load_profiler_result, which decompresses it";
+  }
   size_t i = 0;
   while (i < size && i < 64 && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
   if (i < size && (data[i] == '{' || data[i] == '[')) {
@@ -56,46 +63,108 @@ std::string str(const flatbuffers::String* s) { return s == nullptr ? std::strin
 
 // Every host event, thread by thread (the thread table is checked to cover
 // them all, in order), in one pass over the largest column. Each is valid on
-// its own (name id, type, times), and the thread's events are as
-// ResultBuilder lays them out (trace/event_order.h): start times never
-// decrease, the first is at depth 0, and each is at most one level deeper
-// than the one before (depth comes from time containment in a pre-order walk,
-// saturating at 255). Summaries and parent lookups rely on that order; a file
-// that breaks it would load and report wrong trees and times without a word.
+// its own (name id, type, times; an instant lasts no time: the recorder and
+// the JSON reader give it its start as its end), and the thread's events are
+// as ResultBuilder lays them out (trace/event_order.h) in every file profkit
+// writes, whatever recorded them: begin/end pairs, runtime calls, events
+// carried over from an earlier collect, and events recorded whole
+// (pk_complete_event, with_stack's Python calls, torch's record_function
+// ranges), which nest by time alone and may overlap a sibling. Start times
+// never decrease, and of two with one start the longer comes first. Each
+// event's depth is the one nest_by_containment gives it from the times: an
+// event at depth d + 1 ends no later than the open event at depth d it is
+// nested in (its parent), and one at depth d ends after the event it follows
+// at depth d (else it would be nested in that one). Depth saturates at 255:
+// there the parent is the open event at depth 254, and whether an event is
+// nested in the depth-255 one before it cannot be told. Summaries, parent
+// lookups and the exporters rely on all of this; a file that breaks it (one
+// flipped byte in a time or a depth often does) would load and report
+// children that outlast their parents and times years past the recording.
+//
+// Times are not held to the span [start_ns, end_ns]: valid results have
+// host events outside it. An event still open at a collect comes with the
+// next result and starts before that one's span (or a runtime call ends past
+// it), and pk_complete_event takes any times: a result with an event from 0
+// to UINT64_MAX saves and loads back (see pk_result_export_chrome).
 void check_host_events(const std::string& path, const Result& r) {
   const size_t strings = r.strings.size();
+  constexpr uint32_t kDeepest = 255;  // a stored depth saturates here
+  // The end times of the open events: open_ends[d] is the latest event at
+  // depth d, for d up to the last event's depth.
+  std::vector<uint64_t> open_ends;
   for (size_t t = 0; t < r.threads.size(); ++t) {
     const ThreadRecord& th = r.threads[t];
     const auto where = [&](uint64_t k) {
       return "thread " + std::to_string(t) + " (tid " + std::to_string(th.tid) + "), event " + std::to_string(k) +
              " (host event " + std::to_string(th.first_event + k) + ")";
     };
-    uint64_t previous_start = 0;
-    uint32_t depth_limit = 0;  // the deepest the next event may be
+    open_ends.clear();
+    const pk_host_event* previous = nullptr;
     for (uint64_t k = 0; k < th.event_count; ++k) {
       const pk_host_event& e = r.host_events[th.first_event + k];
       if (e.name >= strings || e.type >= PK_EVENT_TYPE_COUNT || e.end_ns < e.start_ns) {
         corrupt(path, "host event " + std::to_string(th.first_event + k) +
                           " is invalid (name id, type or times out of range)");
       }
-      if (e.start_ns < previous_start) {
+      if ((e.flags & PK_HOST_EVENT_INSTANT) != 0 && e.end_ns != e.start_ns) {
+        corrupt(path, where(k) + " is an instant event that lasts " + std::to_string(e.end_ns - e.start_ns) +
+                          " ns; an instant has no duration (the file is corrupt)");
+      }
+      if (previous != nullptr && e.start_ns < previous->start_ns) {
         corrupt(path, where(k) +
                           " starts before the event before it; a thread's events are in start order "
                           "(the file is corrupt)");
       }
+      if (previous != nullptr && e.start_ns == previous->start_ns && e.end_ns > previous->end_ns) {
+        corrupt(path, where(k) +
+                          " starts with the event before it but ends after it; of events with one start the "
+                          "longer one comes first (the file is corrupt)");
+      }
+      const uint32_t depth_limit = previous == nullptr ? 0 : uint32_t{previous->depth} + 1;
       if (e.depth > depth_limit) {
         corrupt(path, where(k) + " has nesting depth " + std::to_string(e.depth) + " where at most " +
                           std::to_string(depth_limit) + " can follow the event before it (the file is corrupt)");
       }
-      previous_start = e.start_ns;
-      depth_limit = uint32_t{e.depth} + 1;
+      const uint32_t depth = e.depth;
+      if (depth > 0) {
+        const uint32_t parent_depth = std::min(depth, kDeepest) - 1;
+        if (open_ends[parent_depth] < e.end_ns) {
+          corrupt(path, where(k) + " ends at " + std::to_string(e.end_ns) +
+                            " ns, after the event it is nested in (at depth " + std::to_string(parent_depth) +
+                            ", ending at " + std::to_string(open_ends[parent_depth]) +
+                            " ns); a nested event ends within its parent (the file is corrupt)");
+        }
+      }
+      if (depth < kDeepest && depth < open_ends.size() && open_ends[depth] >= e.end_ns) {
+        corrupt(path, where(k) + " at nesting depth " + std::to_string(depth) + " ends at " + std::to_string(e.end_ns) +
+                          " ns, within the event before it at that depth (ending at " +
+                          std::to_string(open_ends[depth]) + " ns), which it would be nested in (the file is corrupt)");
+      }
+      open_ends.resize(depth + 1);
+      open_ends[depth] = e.end_ns;
+      previous = &e;
     }
   }
 }
 
 // The checks the FlatBuffers verifier cannot do: every index points inside
-// its table, so nothing downstream can read out of bounds.
+// its table, so nothing downstream can read out of bounds; and the order and
+// nesting every file profkit writes has (ResultBuilder sorts and nests what
+// it is given), so that damage that keeps indices in range is refused here
+// rather than loading as impossible numbers.
 void check_consistency(const std::string& path, const Result& r) {
+  // The recorder's span starts where the previous collect's ended, or where
+  // recording started, and ends at this collect or where recording stopped:
+  // never before it starts, and within the engine clock's range (ns since
+  // boot, up to INT64_MAX: the JSON reader holds the span to it too).
+  if (r.info.start_ns > r.info.end_ns) {
+    corrupt(path, "its recording span starts after it ends (start_ns " + std::to_string(r.info.start_ns) +
+                      " > end_ns " + std::to_string(r.info.end_ns) + "; the file is corrupt)");
+  }
+  if (r.info.end_ns > static_cast<uint64_t>(INT64_MAX)) {
+    corrupt(path, "its recording span ends at " + std::to_string(r.info.end_ns) +
+                      " ns, past the engine clock's range (" + std::to_string(INT64_MAX) + " ns; the file is corrupt)");
+  }
   const size_t strings = r.strings.size();
   const size_t events = r.host_events.size();
   uint64_t expected_first = 0;
@@ -112,6 +181,9 @@ void check_consistency(const std::string& path, const Result& r) {
     corrupt(path, std::to_string(events - expected_first) + " host events belong to no thread (the file is corrupt)");
   }
   check_host_events(path, r);
+  // Arguments are sorted by their event, memory events by time and GPU work
+  // by start (ResultBuilder::finish), and GPU work is launched by a CUDA
+  // runtime call (the only host events it attaches to).
   for (size_t i = 0; i < r.event_args.size(); ++i) {
     const pk_event_arg& a = r.event_args[i];
     const bool value_ok =
@@ -119,10 +191,18 @@ void check_consistency(const std::string& path, const Result& r) {
     if (a.event >= events || a.key >= strings || !value_ok) {
       corrupt(path, "event argument " + std::to_string(i) + " is invalid");
     }
+    if (i > 0 && a.event < r.event_args[i - 1].event) {
+      corrupt(path, "event argument " + std::to_string(i) +
+                        " is out of order (arguments are sorted by their event; the file is corrupt)");
+    }
   }
   for (size_t i = 0; i < r.memory_events.size(); ++i) {
     if (r.memory_events[i].thread >= r.threads.size()) {
       corrupt(path, "memory event " + std::to_string(i) + " names a thread that does not exist");
+    }
+    if (i > 0 && r.memory_events[i].time_ns < r.memory_events[i - 1].time_ns) {
+      corrupt(path, "memory event " + std::to_string(i) +
+                        " is earlier than the one before it (memory events are in time order; the file is corrupt)");
     }
   }
   for (size_t i = 0; i < r.device_events.size(); ++i) {
@@ -134,6 +214,14 @@ void check_consistency(const std::string& path, const Result& r) {
         (d.launch_event != PK_NO_EVENT && d.launch_event >= events) ||
         (d.detail != PK_NO_DETAIL && d.detail >= details)) {
       corrupt(path, "device event " + std::to_string(i) + " is invalid");
+    }
+    if (d.launch_event != PK_NO_EVENT && r.host_events[d.launch_event].type != PK_EVENT_CUDA_RUNTIME) {
+      corrupt(path, "device event " + std::to_string(i) + " names host event " + std::to_string(d.launch_event) +
+                        " as its launch, which is not a CUDA runtime call (the file is corrupt)");
+    }
+    if (i > 0 && d.start_ns < r.device_events[i - 1].start_ns) {
+      corrupt(path, "device event " + std::to_string(i) +
+                        " starts before the one before it (GPU work is in start order; the file is corrupt)");
     }
   }
 }

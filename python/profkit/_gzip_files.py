@@ -11,19 +11,27 @@ writes and reads plain files, so compression goes around it here:
   leaves half a file under the final name);
 - reading: the file is decompressed into a temporary file that the engine
   loads (and that is removed at once: the loaded result keeps its own copy
-  or mapping).
+  or mapping). Only what can be a trace is decompressed: the first bytes
+  must begin a .pktrace or JSON, and a .pktrace stops at the size its
+  header gives (so a small .gz of a few GB of anything else is refused
+  after its first KiB, not written out in full first);
+- a pipe, FIFO or device (``profkit info <(cat t.pktrace.gz)``, ``... |
+  profkit summary /dev/stdin``) can be read only once, so what it holds is
+  read here, once, into a temporary file (decompressed if it is gzip), the
+  same way.
 
 Thread-safety: none needed (each call works on its own files).
 """
 
 import gzip
+import io
 import os
 import shutil
 import stat
 import tempfile
 import uuid
 import zlib
-from typing import Callable, Optional, Union
+from typing import Any, BinaryIO, Callable, Optional, Tuple, Union
 
 from ._output_files import OutputFile, output_file, written
 
@@ -35,6 +43,9 @@ __all__ = [
     "write_gzipped",
     "gunzip_to_temporary",
     "load_gunzipped",
+    "copy_unseekable_to_temporary",
+    "is_stream",
+    "load_stream",
     "remove_quietly",
 ]
 
@@ -46,18 +57,28 @@ _MAGIC = b"\x1f\x8b"
 _LEVEL = 6
 _CHUNK = 1 << 20
 
+# What the engine reads (cpp/storage/trace_reader.cpp): a .pktrace is one
+# size-prefixed FlatBuffer, its 4-byte little-endian size, a 4-byte root
+# offset and then the identifier "PKTR"; at most FLATBUFFERS_MAX_BUFFER_SIZE
+# - 1 bytes in all. Its Chrome JSON begins with '{' or '[' within the first
+# 4 KiB (after a UTF-8 byte order mark and blanks: starts_like_json).
+_PKTRACE_IDENTIFIER = b"PKTR"
+_PKTRACE_MAX_BYTES = (1 << 31) - 2
+_HEAD_BYTES = 4096
+_BOM = b"\xef\xbb\xbf"
+
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 
 def is_gzip_name(path: PathLike) -> bool:
-    """Whether ``path``'s name ends in ``.gz`` (what asks for a compressed file)."""
-    return os.fsdecode(path).endswith(GZIP_SUFFIX)
+    """Whether ``path``'s name ends in ``.gz``, in any case (``.GZ``): what asks for a compressed file."""
+    return os.fsdecode(path)[-len(GZIP_SUFFIX) :].lower() == GZIP_SUFFIX
 
 
 def without_gzip_suffix(path: PathLike) -> str:
-    """``path`` as a str without a final ``.gz`` (``x.trace.json.gz`` -> ``x.trace.json``)."""
+    """``path`` as a str without a final ``.gz`` in any case (``x.trace.json.gz`` -> ``x.trace.json``)."""
     name = os.fsdecode(path)
-    return name[: -len(GZIP_SUFFIX)] if name.endswith(GZIP_SUFFIX) else name
+    return name[: -len(GZIP_SUFFIX)] if is_gzip_name(name) else name
 
 
 def is_gzip_file(path: PathLike) -> bool:
@@ -127,31 +148,174 @@ def write_gzipped(path: PathLike, write_plain: Callable[[bytes], None]) -> None:
             remove_quietly(plain)
 
 
+def _read_up_to(source: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes of ``source``, fewer only at its end (a pipe's read may return less)."""
+    parts = []
+    while size > 0:
+        part = source.read(size)
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _starts_like_json(head: bytes) -> bool:
+    """The engine's starts_like_json: '{' or '[' first, past a byte order mark and blanks."""
+    text = head[len(_BOM) :] if head.startswith(_BOM) else head
+    return text.lstrip(b" \t\r\n")[:1] in (b"{", b"[")
+
+
+def _copy_trace(source: BinaryIO, out: BinaryIO, shown: str) -> None:
+    """Copies what ``source`` holds to ``out`` as far as a trace can go.
+
+    A .pktrace is copied up to the size its header gives, which is at most
+    the largest trace there can be (a ValueError past either), JSON whole
+    (the engine reads JSON files as a stream, of any size), and anything
+    else only its first 4 KiB: enough for the engine to say what it is
+    (empty, gzip again, not a trace) without writing out gigabytes first.
+    """
+    head = _read_up_to(source, _HEAD_BYTES)
+    if len(head) >= 12 and head[8:12] == _PKTRACE_IDENTIFIER:
+        size = int.from_bytes(head[:4], "little") + 4
+        if size > _PKTRACE_MAX_BYTES:
+            raise ValueError(
+                f"{shown!r}: its .pktrace header gives a size of {size} bytes, more than a profkit trace can be "
+                f"({_PKTRACE_MAX_BYTES}); the file is corrupt"
+            )
+        copied = min(len(head), size)
+        out.write(head[:copied])
+        while copied < size:
+            chunk = source.read(min(_CHUNK, size - copied))
+            if not chunk:
+                return  # cut short: the engine says so, with both sizes
+            out.write(chunk)
+            copied += len(chunk)
+        if len(head) > size or source.read(1):
+            raise ValueError(
+                f"{shown!r}: it goes on past the end of the {size}-byte profkit trace it begins with; "
+                "the file is corrupt"
+            )
+    elif _starts_like_json(head):
+        out.write(head)
+        shutil.copyfileobj(source, out, _CHUNK)
+    else:
+        out.write(head)
+
+
+def _damaged_gzip(shown: str, error: BaseException) -> ValueError:
+    return ValueError(f"{shown!r}: its gzip compression is damaged ({error}); the file is truncated or corrupt")
+
+
 def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-", shown: Optional[PathLike] = None) -> str:
     """Decompresses the gzip file at ``path`` into a new file in the
     temporary directory; returns that file's path (the caller removes it).
     ``shown`` is the name messages give the file (default ``path``; the
-    user's file when ``path`` is a copy of it).
+    user's file when ``path`` is a copy of it). Only what can be a trace is
+    decompressed (see _copy_trace): a .pktrace up to its size, JSON whole,
+    anything else its first 4 KiB, for the engine to say what it is.
 
     Raises:
-        ValueError: the compressed data is damaged or truncated (the message
-            names ``shown``); nothing is left behind.
+        ValueError: the compressed data is damaged or truncated, or goes on
+            past the .pktrace it holds (the message names ``shown``);
+            nothing is left behind.
         OSError: ``path`` cannot be read, or the copy cannot be written.
     """
+    name = os.fsdecode(path if shown is None else shown)
     fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".gunzipped")
     try:
         with open(fd, "wb") as out, gzip.open(path, "rb") as source:
-            shutil.copyfileobj(source, out, _CHUNK)
+            _copy_trace(source, out, name)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         remove_quietly(plain)
-        raise ValueError(
-            f"{os.fsdecode(path if shown is None else shown)!r}: its gzip compression is damaged ({e}); "
-            "the file is truncated or corrupt"
-        ) from e
+        raise _damaged_gzip(name, e) from e
     except BaseException:
         remove_quietly(plain)
         raise
     return plain
+
+
+class _Replayed(io.RawIOBase):
+    """``source`` with ``head`` (bytes already read from it) put back in front."""
+
+    def __init__(self, head: bytes, source: BinaryIO) -> None:
+        super().__init__()
+        self._head = head
+        self._source = source
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._source.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def copy_unseekable_to_temporary(path: PathLike, prefix: str = "profkit-") -> Tuple[str, bool]:
+    """Reads a pipe, FIFO or device at ``path`` once into a new file in the
+    temporary directory, decompressed if it is gzip-compressed; returns that
+    file's path (the caller removes it) and whether it was decompressed. As
+    gunzip_to_temporary, only what can be a trace is copied.
+
+    Raises:
+        ValueError: as gunzip_to_temporary (naming ``path``).
+        OSError: ``path`` cannot be read, or the copy cannot be written.
+    """
+    name = os.fsdecode(path)
+    fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".copy")
+    compressed = False
+    try:
+        with open(fd, "wb") as out, open(path, "rb") as raw:
+            magic = _read_up_to(raw, len(_MAGIC))
+            stream = io.BufferedReader(_Replayed(magic, raw), _CHUNK)
+            compressed = magic == _MAGIC
+            if compressed:
+                with gzip.GzipFile(fileobj=stream, mode="rb") as source:
+                    _copy_trace(source, out, name)
+            else:
+                _copy_trace(stream, out, name)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        remove_quietly(plain)
+        raise _damaged_gzip(name, e) from e
+    except BaseException:
+        remove_quietly(plain)
+        raise
+    return plain, compressed
+
+
+def is_stream(path: PathLike) -> bool:
+    """Whether ``path`` is a pipe, FIFO or device: neither a regular file nor
+    a directory, so what it holds can be read only once (False if it cannot
+    be looked at: loading it says why)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def load_stream(path: PathLike, load_plain: Callable[[bytes, bool], object]) -> object:
+    """Reads the pipe, FIFO or device at ``path`` once into a temporary file
+    (decompressed if it is gzip-compressed) and returns ``load_plain(temp,
+    decompressed)``.
+
+    Raises:
+        ValueError: the compressed data is corrupt or truncated (naming ``path``).
+    """
+    try:
+        plain, decompressed = copy_unseekable_to_temporary(path)
+    except ValueError as e:
+        raise ValueError(f"cannot load {e}") from e
+    try:
+        return load_plain(os.fsencode(plain), decompressed)
+    finally:
+        remove_quietly(plain)
 
 
 def load_gunzipped(path: PathLike, load_plain: Callable[[bytes], object]) -> object:

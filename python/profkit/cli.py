@@ -31,7 +31,7 @@ from types import FrameType
 from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 
 from ._enums import SortedKeys, SummaryView
-from ._gzip_files import GZIP_SUFFIX, without_gzip_suffix
+from ._gzip_files import is_gzip_name, without_gzip_suffix
 from ._output_files import check_directory
 from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
@@ -206,15 +206,20 @@ def _info(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def _has_suffix(path: str, suffix: str) -> bool:
+    """Whether ``path`` ends in ``suffix`` in any case: ``X.PKTRACE`` and ``x.Json`` are named as their formats."""
+    return path[-len(suffix) :].lower() == suffix
+
+
 def _default_output(path: str) -> str:
     """x.pktrace -> x.trace.json; x.trace.json (or x.json) -> x.pktrace; anything else gets .trace.json.
 
     A compressed input (x.trace.json.gz) gives a plain output (x.pktrace)."""
     path = without_gzip_suffix(path)
     for json_suffix in (CHROME_SUFFIX, ".json"):
-        if path.endswith(json_suffix):
+        if _has_suffix(path, json_suffix):
             return path[: -len(json_suffix)] + PKTRACE_SUFFIX
-    stem = path[: -len(PKTRACE_SUFFIX)] if path.endswith(PKTRACE_SUFFIX) else path
+    stem = path[: -len(PKTRACE_SUFFIX)] if _has_suffix(path, PKTRACE_SUFFIX) else path
     return stem + CHROME_SUFFIX
 
 
@@ -222,7 +227,7 @@ def _default_stacks_output(path: str) -> str:
     """x.pktrace, x.trace.json or x.json (each maybe .gz) -> x.stacks; anything else gets .stacks added."""
     path = without_gzip_suffix(path)
     for suffix in (PKTRACE_SUFFIX, CHROME_SUFFIX, ".json"):
-        if path.endswith(suffix):
+        if _has_suffix(path, suffix):
             return path[: -len(suffix)] + STACKS_SUFFIX
     return path + STACKS_SUFFIX
 
@@ -273,7 +278,7 @@ def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
     output = _default_output(args.file) if args.output is None else _output_file(args.output)
-    to_pktrace = without_gzip_suffix(output).endswith(PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
+    to_pktrace = _has_suffix(without_gzip_suffix(output), PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
     if to_pktrace and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
     _refuse_own_input(args.file, output)
@@ -299,9 +304,9 @@ def _stacks(args: argparse.Namespace) -> None:
         command = "... | flamegraph.pl --countname us. > flame.svg"
     else:
         plain = without_gzip_suffix(output)
-        stem = plain[: -len(STACKS_SUFFIX)] if plain.endswith(STACKS_SUFFIX) else plain
+        stem = plain[: -len(STACKS_SUFFIX)] if _has_suffix(plain, STACKS_SUFFIX) else plain
         svg = shlex.quote(stem + ".svg")
-        if output.endswith(GZIP_SUFFIX):
+        if is_gzip_name(output):
             command = f"gzip -dc {shlex.quote(output)} | flamegraph.pl --countname us. > {svg}"
         else:
             command = f"flamegraph.pl --countname us. {shlex.quote(output)} > {svg}"
@@ -396,7 +401,7 @@ def _merge(args: argparse.Namespace) -> None:
     from .merge import merge_traces
 
     output = _output_file(args.output)
-    if without_gzip_suffix(output).endswith(PKTRACE_SUFFIX):
+    if _has_suffix(without_gzip_suffix(output), PKTRACE_SUFFIX):
         raise _UsageError(
             f"merge writes Chrome trace JSON, not a .pktrace: name the output .trace.json (or .json), "
             f"not {args.output!r}"

@@ -405,9 +405,11 @@ class ProfilerResult:
         where = f" from {self.path!r}" if self.path else ""
         lost = info["dropped_events"] + info["overflowed_events"] + info["dropped_device_records"]
         return (
-            f"<ProfilerResult{where}: {info['host_event_count']} host events, {info['device_event_count']} GPU "
-            f"events, {info['thread_count']} threads, {_format_ns(self.duration_ns)} on {info['hostname']} "
-            f"pid {info['pid']}" + (f"; {lost} events lost while recording (see .info)" if lost else "") + ">"
+            f"<ProfilerResult{where}: {_count(info['host_event_count'], 'host event')}, "
+            f"{_count(info['device_event_count'], 'GPU event')}, {_count(info['thread_count'], 'thread')}, "
+            f"{_format_ns(self.duration_ns)} on {info['hostname']} pid {info['pid']}"
+            + (f"; {_count(lost, 'event')} lost while recording (see .info)" if lost else "")
+            + ">"
         )
 
     def _repr_html_(self) -> str:
@@ -458,9 +460,10 @@ class ProfilerResult:
         writes Chrome trace JSON, anything else ``.pktrace``. A name ending
         in ``.gz`` (``run.trace.json.gz``, ``run.pktrace.gz``) writes the
         file gzip-compressed, and the suffix before it decides the format.
+        Suffixes are matched in any case (``run.JSON.GZ``).
         """
         if format is None:
-            format = "json" if _gzip_files.without_gzip_suffix(path).endswith(".json") else "pb"
+            format = "json" if _gzip_files.without_gzip_suffix(path)[-len(".json") :].lower() == ".json" else "pb"
         if format == "json":
             self.export_chrome_tracing(path)
         elif format in ("pb", "pktrace"):
@@ -483,7 +486,14 @@ class ProfilerResult:
         """
 
         def write(target: bytes) -> None:
-            self._result.export_chrome(target, label_durations=label_durations, include_flows=include_flows)
+            try:
+                self._result.export_chrome(target, label_durations=label_durations, include_flows=include_flows)
+            except ValueError as e:
+                # What a loaded trace holds that Chrome JSON cannot (a time past
+                # INT64_MAX ns): say which file it came from.
+                if self.path is None:
+                    raise
+                raise ValueError(f"{e} (in the trace loaded from {os.fsdecode(self.path)!r})") from e
 
         if _gzip_files.is_gzip_name(path):
             _gzip_files.write_gzipped(path, write)
@@ -557,6 +567,11 @@ class ProfilerResult:
         return _summary.summary_data(self._result, options)
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 thread``, ``2 threads``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _type_name(value: int) -> str:
     return _TYPE_NAMES[value] if 0 <= value < len(_TYPE_NAMES) else f"type{value}"
 
@@ -575,7 +590,13 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
     (``run.trace.json.gz``, as ``export_chrome_tracing(..., use_gzip=True)``
     writes, or a file gzipped to be shared): it is decompressed first.
 
-    The file is verified before use.
+    A pipe or FIFO works too (``profkit info <(cat run.pktrace.gz)``,
+    ``/dev/stdin``): it is read once, into a temporary copy.
+
+    The file is verified before use: one that is cut short, or damaged in
+    a way the checks can see (indices out of range, times or nesting that
+    no recording has, a span that ends before it starts), raises ValueError
+    naming the file and what is wrong.
 
     Raises:
         FileNotFoundError: there is no such file.
@@ -590,19 +611,26 @@ def load_profiler_result(path: PathLike) -> ProfilerResult:
         raise TypeError(f"load_profiler_result: path must be a str or os.PathLike, not {type(path).__name__}") from None
     if os.path.isdir(path):
         raise IsADirectoryError(f"load_profiler_result: {path!r} is a directory, not a trace file")
+    if _gzip_files.is_stream(path):
+        # A pipe or FIFO (`profkit info <(cat t.pktrace.gz)`, /dev/stdin) can
+        # be read only once: read here, into a copy, to see whether it is
+        # gzip-compressed (the engine reads only plain traces).
+        return ProfilerResult(_gzip_files.load_stream(path, _load_named(path)), path=path)
     if _gzip_files.is_gzip_file(path):  # by content: a gzipped trace need not be named .gz
         return ProfilerResult(_gzip_files.load_gunzipped(path, _load_named(path)), path=path)
     return ProfilerResult(_C.load(os.fsencode(path)), path=path)  # bytes: see save()
 
 
 def _load_named(path: Union[str, bytes]) -> Any:
-    """_C.load for a decompressed copy of ``path``, whose errors name ``path``, not the copy."""
+    """_C.load for a copy of ``path`` (decompressed, or read once from a
+    pipe), whose errors name ``path``, not the copy."""
 
-    def load(plain: bytes) -> Any:
+    def load(plain: bytes, decompressed: bool = True) -> Any:
         try:
             return _C.load(plain)
         except ValueError as e:
-            raise ValueError(str(e).replace(os.fsdecode(plain), os.fsdecode(path) + " (decompressed)")) from e
+            shown = os.fsdecode(path) + (" (decompressed)" if decompressed else "")
+            raise ValueError(str(e).replace(os.fsdecode(plain), shown)) from e
 
     return load
 

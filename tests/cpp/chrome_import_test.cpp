@@ -517,6 +517,22 @@ TEST(ChromeImport, MetadataOutsideItsFieldsRangeIsRefused) {
   }
 }
 
+// An edited span end before its start made a Result with a negative
+// duration; a .pktrace with one is refused too (storage_test).
+TEST(ChromeImport, ASpanThatEndsBeforeItStartsIsRefused) {
+  TempDir dir;
+  const std::string good_path = dir.file("good.trace.json");
+  export_chrome_trace(*profkit_test::make_sample_result(), good_path, {});  // span 1000 - 90000
+  const std::string good = read_file(good_path);
+  const std::string path = dir.file("span.json");
+  write_file(path, with_meta(good, "start_ns", "90000"));  // empty, but not negative: loads
+  EXPECT_EQ(read_chrome_trace(path)->info.start_ns, 90000u);
+  write_file(path, with_meta(good, "start_ns", "90001"));
+  expect_read_error(path, PK_ERR_CORRUPT, "\"start_ns\" (90001) is after its \"end_ns\" (90000)");
+  write_file(path, with_meta(good, "end_ns", "999"));
+  expect_read_error(path, PK_ERR_CORRUPT, "\"start_ns\" (1000) is after its \"end_ns\" (999)");
+}
+
 TEST(ChromeImport, MetadataAtTheEdgesOfItsFieldsRangeLoadsAndExportsAgain) {
   TempDir dir;
   const std::string good_path = dir.file("good.trace.json");

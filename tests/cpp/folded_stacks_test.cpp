@@ -47,7 +47,10 @@ std::vector<std::string> entries(const std::string& directory) {
 }
 
 // Times in ns. Thread 1 runs two steps; thread 2 has top-level events only.
-std::unique_ptr<Result> nested_trace() {
+// `damaged_instant`: with an instant that lasts, as only a damaged Result
+// holds one (a file with one is refused at load: storage_test), for the
+// tests that save the trace to a file and load it back.
+std::unique_ptr<Result> nested_trace(bool damaged_instant = true) {
   TraceBuilder b;
   b.step(1, 1, 0, 100000);
   b.event(1, "forward", PK_EVENT_PYTHON_USER_DEFINED, 10000, 60000);  // self 50 - 20 - 10 = 20 µs
@@ -57,7 +60,7 @@ std::unique_ptr<Result> nested_trace() {
   b.event(1, "a;b\nc\rd", PK_EVENT_USER_DEFINED, 70000, 80000);       // self 10 µs
   // An instant as a damaged file may hold it, with an end: still no time,
   // neither its own nor taken from the step's self time.
-  b.event(1, "mark", PK_EVENT_USER_DEFINED, 85000, 87000, PK_HOST_EVENT_INSTANT);
+  b.event(1, "mark", PK_EVENT_USER_DEFINED, 85000, damaged_instant ? 87000 : 85000, PK_HOST_EVENT_INSTANT);
   b.event(1, "tiny", PK_EVENT_OPERATOR, 90000, 90400);  // 0.4 µs: rounds to 0, left out
   // Step 1's self time: 100 - 50 - 10 - 0.4 = 39.6 µs.
   b.step(1, 2, 100000, 150000);                                         // self 50 - 20 = 30 µs
@@ -157,7 +160,7 @@ TEST(FoldedStacks, DeeperThanTheDepthCanCountStaysWithin256Frames) {
 
 TEST(FoldedStacks, ALoadedResultGivesTheSameFile) {
   TempDir dir;
-  auto r = nested_trace();
+  auto r = nested_trace(/*damaged_instant=*/false);
   save_result(*r, dir.file("t.pktrace"));
   profkit_test::ResultPtr loaded = profkit_test::load(dir.file("t.pktrace"));
   ASSERT_EQ(pk_result_export_stacks(loaded.get(), dir.file("t.stacks").c_str(), PK_STACKS_SELF_CPU), PK_OK)
@@ -173,7 +176,7 @@ TEST(FoldedStacks, ALoadedResultGivesTheSameFile) {
 
 TEST(FoldedStacks, BadArgumentsAreRefusedWithTheirName) {
   TempDir dir;
-  save_result(*nested_trace(), dir.file("t.pktrace"));
+  save_result(*nested_trace(/*damaged_instant=*/false), dir.file("t.pktrace"));
   profkit_test::ResultPtr r = profkit_test::load(dir.file("t.pktrace"));
   const std::string path = dir.file("t.stacks");
   EXPECT_EQ(pk_result_export_stacks(nullptr, path.c_str(), PK_STACKS_SELF_CPU), PK_ERR_INVALID_ARGUMENT);
@@ -194,7 +197,7 @@ TEST(FoldedStacks, BadArgumentsAreRefusedWithTheirName) {
 
 TEST(FoldedStacks, AnUnwritablePathIsAnIoErrorThatLeavesNoFile) {
   TempDir dir;
-  save_result(*nested_trace(), dir.file("t.pktrace"));
+  save_result(*nested_trace(/*damaged_instant=*/false), dir.file("t.pktrace"));
   profkit_test::ResultPtr r = profkit_test::load(dir.file("t.pktrace"));
 
   const std::string missing = dir.file("missing/t.stacks");
@@ -221,7 +224,7 @@ TEST(FoldedStacks, AFailedExportKeepsTheFileThatWasThere) {
   const std::string path = dir.file("t.stacks");
   profkit_test::write_file(path, "old 1\n");
   // A refused call leaves the file that was there; a successful one replaces it.
-  save_result(*nested_trace(), dir.file("t.pktrace"));
+  save_result(*nested_trace(/*damaged_instant=*/false), dir.file("t.pktrace"));
   profkit_test::ResultPtr r = profkit_test::load(dir.file("t.pktrace"));
   EXPECT_EQ(pk_result_export_stacks(r.get(), path.c_str(), static_cast<pk_stacks_metric>(5)), PK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(read_file(path), "old 1\n");

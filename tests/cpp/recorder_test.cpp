@@ -904,6 +904,53 @@ TEST_F(RecorderTest, StateListenersSeeEveryTransitionFromClosed) {
   EXPECT_EQ(pk_add_state_listener(remember, nullptr, nullptr), PK_ERR_INVALID_ARGUMENT);
 }
 
+// What a listener that calls back into the engine got from each call.
+struct Meddler {
+  std::vector<pk_status> refused;  // pk_set_state, pk_step, pk_collect, pk_add/remove_state_listener
+  uint64_t step = UINT64_MAX;      // pk_current_step
+  pk_status rank = PK_ERR_INTERNAL;
+  std::string error;
+};
+
+void meddling_listener(pk_state, pk_state to, void* user_data) {
+  auto* m = static_cast<Meddler*>(user_data);
+  if (to != PK_STATE_RECORD) return;
+  pk_result* r = nullptr;
+  uint64_t handle = 0;
+  m->refused = {pk_set_state(PK_STATE_CLOSED),
+                pk_step(0),
+                pk_step_begin(7),
+                pk_step_end(0),
+                pk_collect(&r),
+                pk_add_state_listener(meddling_listener, m, &handle),
+                pk_remove_state_listener(1)};
+  m->error = pk_last_error();
+  m->step = pk_current_step();
+  m->rank = pk_set_rank(2, 4);
+}
+
+// The header forbids those calls in a listener: each one deadlocked (the
+// listener runs holding the engine's lock). Now they are refused, and the
+// ones that only read or set a field work.
+TEST_F(RecorderTest, AListenerCallingBackIntoTheEngineIsRefusedNotDeadlocked) {
+  Meddler m;
+  uint64_t handle = 0;
+  ASSERT_EQ(pk_add_state_listener(meddling_listener, &m, &handle), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  EXPECT_EQ(m.refused, std::vector<pk_status>(7, PK_ERR_INVALID_STATE));
+  EXPECT_NE(m.error.find("pk_remove_state_listener: called from a state listener"), std::string::npos) << m.error;
+  EXPECT_EQ(m.step, pk_current_step());
+  EXPECT_EQ(m.rank, PK_OK);
+  EXPECT_EQ(pk_get_state(), PK_STATE_RECORD);  // the refused pk_set_state changed nothing
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ASSERT_EQ(pk_remove_state_listener(handle), PK_OK);
+  ASSERT_EQ(pk_set_rank(-1, -1), PK_OK);
+  // Outside a listener the same calls work again (the flag is this call's only).
+  pk_result* r = nullptr;
+  ASSERT_EQ(pk_collect(&r), PK_OK);
+  pk_result_release(r);
+}
+
 // A listener that holds up the state change (and so the engine's lock) for a
 // while, so that another thread can fork meanwhile.
 struct SlowListener {

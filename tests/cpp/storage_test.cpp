@@ -7,13 +7,17 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "profkit/profkit.h"
 #include "result_expectations.h"
 #include "sample_result.h"
+#include "storage/file_bytes.h"
 #include "storage/record_layouts.h"
 #include "storage/trace_file.h"
 #include "test_support.h"
@@ -170,6 +174,32 @@ TEST(Storage, BadFilesGiveClearErrors) {
   expect_load_error(dir.file("flipped.pktrace"), PK_ERR_CORRUPT, "failed FlatBuffers verification");
 }
 
+// A gzip-compressed trace handed to the engine as it is (a C caller, or a
+// pipe) is named as such, with what to do.
+TEST(Storage, AGzipCompressedFileIsNamedAsSuch) {
+  TempDir dir;
+  const std::string path = dir.file("t.pktrace.gz");
+  write_file(path, std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10) + std::string(40, '\x5a'));
+  expect_load_error(path, PK_ERR_CORRUPT, "it is gzip-compressed data, not a profkit trace; decompress it first");
+}
+
+// procfs (and sysfs, some FUSE file systems) report size 0 for files that
+// hold bytes: they are read, not called empty unread.
+TEST(Storage, AFileThatReportsSizeZeroIsReadAllTheSame) {
+  struct stat st;
+  ASSERT_EQ(stat("/proc/self/status", &st), 0);
+  ASSERT_EQ(st.st_size, 0);
+  const auto bytes = FileBytes::read("/proc/self/status", 1 << 20);
+  ASSERT_GT(bytes->size(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes->data()), 5), "Name:");
+  expect_load_error("/proc/self/status", PK_ERR_CORRUPT, "it is not a profkit trace (no 'PKTR' file identifier)");
+  // A file that is empty is still empty.
+  TempDir dir;
+  write_file(dir.file("empty.pktrace"), "");
+  EXPECT_EQ(FileBytes::read(dir.file("empty.pktrace"), 1 << 20)->size(), 0u);
+  expect_load_error(dir.file("empty.pktrace"), PK_ERR_CORRUPT, "the file is empty (0 bytes)");
+}
+
 TEST(Storage, AFileLargerThanAnyTraceIsRefusedBeforeItIsRead) {
   TempDir dir;
   // Sparse: 3 GiB of size and no disk blocks. Reading it whole would take
@@ -258,6 +288,211 @@ TEST(Storage, EventsOutOfOrderOrWithDepthsThatJumpAreRefused) {
   write_file(path, craft_threads({{op(0, 100, 0), op(10, 90, 1)}, {op(0, 100, 1)}}));
   expect_load_error(path, PK_ERR_CORRUPT,
                     "thread 1 (tid 2), event 0 (host event 2) has nesting depth 1 where at most 0");
+}
+
+// What ResultBuilder makes of events recorded whole (pk_complete_event,
+// torch's ranges, with_stack's calls): siblings that overlap without
+// nesting, ties, zero-length events at an end. These load back, hand-laid
+// and built from random times.
+TEST(Storage, EventsThatOverlapOrTieAsTheBuilderNestsThemLoad) {
+  TempDir dir;
+  const std::string ok = dir.file("ok.pktrace");
+  write_file(ok, craft_threads({{op(10, 30, 0), op(20, 40, 0), op(25, 40, 1), op(25, 40, 2), op(40, 40, 3),
+                                 op(50, 60, 0), op(55, 60, 1), op(60, 70, 0), op(60, 60, 1)}}));
+  EXPECT_EQ(load_result(ok)->host_events.size(), 9u);
+
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    ResultBuilder b({});
+    b.add_string("");
+    const uint32_t name = b.add_string("x");
+    for (uint32_t t = 0; t < 3; ++t) {
+      const uint32_t thread = b.thread(t + 1);
+      for (int i = 0; i < 400; ++i) {
+        // Few distinct times, so that starts and ends often tie.
+        const uint64_t start = rng() % 64;
+        const uint64_t end = start + (rng() % 4 == 0 ? 0 : rng() % 32);
+        const pk_host_event e{start, end, name, PK_EVENT_PYTHON_OP, static_cast<uint8_t>(rng() % 3), 0};
+        if (rng() % 2 == 0) {
+          b.add_whole_event(thread, e);
+        } else {
+          b.add_event(thread, e);
+        }
+      }
+    }
+    auto built = b.finish();
+    save_result(*built, ok);
+    const auto loaded = load_result(ok);
+    ASSERT_EQ(loaded->host_events.size(), built->host_events.size());
+  }
+}
+
+TEST(Storage, TimesOrDepthsThatBreakTheNestingAreRefused) {
+  TempDir dir;
+  const std::string path = dir.file("bad.pktrace");
+  // A child that ends after its parent (its end, or the parent's, damaged).
+  write_file(path, craft_threads({{op(10, 100, 0), op(20, 150, 1)}}));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "thread 0 (tid 1), event 1 (host event 1) ends at 150 ns, after the event it is nested in (at "
+                    "depth 0, ending at 100 ns)");
+  write_file(path, craft_threads({{op(10, 100, 0), op(20, 90, 1), op(30, 95, 2)}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "event 2 (host event 2) ends at 95 ns, after the event it is nested in");
+  // An event at the depth of the one before it that it lies within: an end
+  // made later (one top-level event lasting "582 years") or a depth made
+  // smaller.
+  write_file(path, craft_threads({{op(10, 1ull << 62, 0), op(20, 30, 1), op(200, 300, 0)}}));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "event 2 (host event 2) at nesting depth 0 ends at 300 ns, within the event before it at that "
+                    "depth (ending at 4611686018427387904 ns)");
+  write_file(path, craft_threads({{op(10, 100, 0), op(20, 50, 1), op(30, 40, 1)}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "event 2 (host event 2) at nesting depth 1 ends at 40 ns, within the event");
+  // Of two events with one start, the enclosing (longer) one comes first.
+  write_file(path, craft_threads({{op(10, 50, 0), op(10, 100, 0)}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "event 1 (host event 1) starts with the event before it but ends after it");
+  // An instant that lasts (its flag or its end damaged).
+  write_file(path, craft_threads({{op(10, 100, 0), {20, 30, 1, PK_EVENT_USER_DEFINED, 1, PK_HOST_EVENT_INSTANT}}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "event 1 (host event 1) is an instant event that lasts 10 ns");
+  // Each thread has its own tree.
+  write_file(path, craft_threads({{op(0, 1000, 0)}, {op(10, 20, 0), op(15, 30, 1)}}));
+  expect_load_error(path, PK_ERR_CORRUPT, "thread 1 (tid 2), event 1 (host event 2) ends at 30 ns");
+  // Past depth 255 the parent is the open event at depth 254.
+  std::vector<pk_host_event> deep;
+  for (uint64_t i = 0; i < 256; ++i) deep.push_back(op(i, 1000 - i, static_cast<uint8_t>(i)));
+  deep.push_back(op(300, 700, 255));  // nested 256 deep, saturated: loads
+  write_file(path, craft_threads({deep}));
+  EXPECT_EQ(load_result(path)->host_events.size(), 257u);
+  deep.push_back(op(400, 747, 255));  // ends after the open depth-254 event, [254, 746]
+  write_file(path, craft_threads({deep}));
+  expect_load_error(path, PK_ERR_CORRUPT, "ends at 747 ns, after the event it is nested in (at depth 254");
+}
+
+// A valid file with metadata start_ns and end_ns and no events.
+std::string craft_span(uint64_t start_ns, uint64_t end_ns) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> strings = {b.CreateString("")};
+  auto strings_vec = b.CreateVector(strings);
+  auto meta = schema::CreateMetadata(b, b.CreateString("0"), b.CreateString("h"), 1, -1, -1, 0, start_ns, end_ns);
+  auto trace = schema::CreateTrace(b, 1, 1, meta, strings_vec);
+  schema::FinishSizePrefixedTraceBuffer(b, trace);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+TEST(Storage, ASpanThatEndsBeforeItStartsOrPastTheClockIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("span.pktrace");
+  write_file(path, craft_span(5000, 5000));  // an empty span, as a collect with nothing recorded has
+  EXPECT_EQ(load_result(path)->info.end_ns, 5000u);
+  write_file(path, craft_span(5001, 5000));
+  expect_load_error(path, PK_ERR_CORRUPT, "its recording span starts after it ends (start_ns 5001 > end_ns 5000");
+  // The engine clock's times reach INT64_MAX ns (the JSON reader's limit too).
+  write_file(path, craft_span(5000, static_cast<uint64_t>(INT64_MAX)));
+  EXPECT_EQ(load_result(path)->info.end_ns, static_cast<uint64_t>(INT64_MAX));
+  write_file(path, craft_span(5000, static_cast<uint64_t>(INT64_MAX) + 1));
+  expect_load_error(path, PK_ERR_CORRUPT, "its recording span ends at 9223372036854775808 ns, past the engine clock");
+}
+
+// `file` (a saved trace) with the records of one column changed in place.
+template <class Record, class Schema>
+std::string with_records(std::string file, const flatbuffers::Vector<const Schema*>* (schema::Trace::*column)() const,
+                         const std::function<void(std::vector<Record>&)>& edit) {
+  static_assert(sizeof(Record) == sizeof(Schema), "one layout");
+  const auto* base = reinterpret_cast<const uint8_t*>(file.data());
+  const auto* v = (schema::GetSizePrefixedTrace(base)->*column)();
+  const size_t at = static_cast<size_t>(v->Data() - base);
+  std::vector<Record> records(v->size());
+  std::memcpy(records.data(), file.data() + at, records.size() * sizeof(Record));
+  edit(records);
+  std::memcpy(&file[at], records.data(), records.size() * sizeof(Record));
+  return file;
+}
+
+TEST(Storage, RecordColumnsOutOfTheirOrderAreRefused) {
+  TempDir dir;
+  ResultInfo info;
+  info.end_ns = 100000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t name = b.add_string("x");
+  const uint32_t t = b.thread(1);
+  b.add_event(t, {1000, 9000, name, PK_EVENT_OPERATOR, 0, 0});
+  b.add_arg(t, 1000, 0, name, PK_ARG_INT, 1);
+  b.add_runtime_call(t, {2000, 3000, name, PK_EVENT_CUDA_RUNTIME, 0, 0}, 7);
+  b.add_arg(t, 2000, 255, name, PK_ARG_INT, 2);
+  b.add_memory_event({1500, 0x10, 64, 64, 64, t, 0});
+  b.add_memory_event({2500, 0x10, -64, 0, 64, t, 0});
+  const pk_memory_op_detail m{64, 0, 0, 0, 0, 0};
+  b.add_device_event({4000, 5000, 0, name, 7, 1, 1, 0, PK_EVENT_MEMSET, 0, b.add_memory_op_detail(m)});
+  b.add_device_event({6000, 7000, 0, name, 8, 1, 1, 0, PK_EVENT_MEMSET, 0, PK_NO_DETAIL});
+  const std::string good_path = dir.file("good.pktrace");
+  save_result(*b.finish(), good_path);
+  const auto good_result = load_result(good_path);
+  ASSERT_EQ(good_result->event_args.size(), 2u);
+  ASSERT_EQ(good_result->device_events[0].launch_event, 1u);  // the runtime call
+  const std::string good = read_file(good_path);
+  const std::string path = dir.file("bad.pktrace");
+
+  write_file(path, with_records<pk_event_arg>(good, &schema::Trace::event_args,
+                                              [](std::vector<pk_event_arg>& a) { std::swap(a[0], a[1]); }));
+  expect_load_error(path, PK_ERR_CORRUPT, "event argument 1 is out of order");
+  write_file(path,
+             with_records<pk_memory_event>(good, &schema::Trace::memory_events,
+                                           [](std::vector<pk_memory_event>& events) { events[1].time_ns = 1000; }));
+  expect_load_error(path, PK_ERR_CORRUPT, "memory event 1 is earlier than the one before it");
+  write_file(path, with_records<pk_device_event>(good, &schema::Trace::device_events,
+                                                 [](std::vector<pk_device_event>& d) { d[1].start_ns = 3999; }));
+  expect_load_error(path, PK_ERR_CORRUPT, "device event 1 starts before the one before it");
+  write_file(path, with_records<pk_device_event>(good, &schema::Trace::device_events,
+                                                 [](std::vector<pk_device_event>& d) { d[0].launch_event = 0; }));
+  expect_load_error(path, PK_ERR_CORRUPT,
+                    "device event 0 names host event 0 as its launch, which is not a CUDA runtime call");
+}
+
+// Whatever the recorder puts in a result loads back from its file, the same:
+// events still open at a collect (they end in the next result, starting
+// before its span), events recorded whole that overlap their siblings or
+// nest past the depth limit, instants, steps, and an event with any times.
+TEST(Storage, EveryResultTheRecorderMakesLoadsBack) {
+  profkit_test::reset_engine();
+  TempDir dir;
+  const pk_name_id name = pk_intern("storage_test event");
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step(0), PK_OK);
+  pk_begin_event(name, PK_EVENT_FORWARD);  // open across the first collect
+  pk_begin_event(name, PK_EVENT_OPERATOR);
+  pk_end_event();
+  const uint64_t t0 = pk_now_ns();
+  pk_complete_event(name, PK_EVENT_PYTHON_OP, t0, t0 + 100);
+  pk_complete_event(name, PK_EVENT_PYTHON_OP, t0 + 50, t0 + 200);  // overlaps the one before
+  pk_complete_event(name, PK_EVENT_PYTHON_OP, t0 + 50, t0 + 200);  // ties with it
+  for (uint64_t i = 0; i < 300; ++i) pk_complete_event(name, PK_EVENT_PYTHON_OP, t0 + 300 + i, t0 + 1000 - i);
+  pk_instant_event(name, PK_EVENT_USER_DEFINED);
+  std::vector<profkit_test::ResultPtr> results;
+  results.push_back(profkit_test::collect());  // recording goes on
+  pk_begin_event(name, PK_EVENT_OPERATOR);
+  pk_end_event();
+  pk_end_event();  // the event begun before the collect
+  ASSERT_EQ(pk_step(0), PK_OK);
+  pk_complete_event(name, PK_EVENT_OPERATOR, 0, UINT64_MAX);  // times not from pk_now_ns
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  results.push_back(profkit_test::collect());
+  const pk_result_info second = profkit_test::info_of(results[1].get());
+  bool carried = false;
+  for (const pk_host_event& e : profkit_test::events_of(results[1].get())) {
+    carried |= e.type == PK_EVENT_FORWARD && e.start_ns < second.start_ns;
+  }
+  EXPECT_TRUE(carried) << "the second result holds the event begun before the first collect";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string path = dir.file("r" + std::to_string(i) + ".pktrace");
+    ASSERT_EQ(pk_result_save(results[i].get(), path.c_str()), PK_OK) << pk_last_error();
+    profkit_test::ResultPtr loaded = profkit_test::load(path);
+    ASSERT_NE(loaded, nullptr);
+    const std::vector<pk_host_event> a = profkit_test::events_of(results[i].get());
+    const std::vector<pk_host_event> b = profkit_test::events_of(loaded.get());
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_GT(a.size(), 2u);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(pk_host_event)), 0);
+  }
+  profkit_test::reset_engine();
 }
 
 TEST(Storage, NestingDeeperThanADepthByteHoldsLoadsBack) {

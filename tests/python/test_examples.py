@@ -147,3 +147,18 @@ def test_train_cifar_like_example(tmp_path, torch_hook_cache):
     assert "profkit's native PyTorch hook" in out
     assert os.path.abspath(path) in out and os.path.abspath(binary) in out
     assert "https://ui.perfetto.dev" in out and "chrome://tracing" in out
+
+
+def test_train_cifar_like_refuses_sizes_that_cannot_train(tmp_path):
+    # --steps 0 or --batch-size 0 ended in a torch traceback from the sampler
+    # that named neither option; ddp_train --nproc 0 did nothing and exited 0.
+    for script, args, option in (
+        ("train_cifar_like.py", ["--steps", "0"], "--steps"),
+        ("train_cifar_like.py", ["--batch-size", "0"], "--batch-size"),
+        ("train_cifar_like.py", ["--workers", "-1"], "--workers"),
+        ("ddp_train.py", ["--nproc", "0"], "--nproc"),
+    ):
+        done = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and f"error: {option} must be" in done.stderr, (script, args, done.stderr)
+    assert not (tmp_path / "profiler_log").exists()

@@ -8,13 +8,25 @@ reads both of its formats that way (python/profkit/_gzip_files.py).
 import gzip
 import json
 import os
+import subprocess
+import sys
 import tempfile
+import threading
 import warnings
 
 import numpy as np
 import pytest
 
-from profkit import Profiler, ProfilerWarning, RecordEvent, TracerEventType, cli, export_chrome_tracing, load_profiler_result
+from profkit import (
+    Profiler,
+    ProfilerWarning,
+    RecordEvent,
+    TracerEventType,
+    _gzip_files,
+    cli,
+    export_chrome_tracing,
+    load_profiler_result,
+)
 from profkit.merge import MergeError, merge_traces
 from profkit.result import EVENT_DTYPE
 
@@ -171,3 +183,161 @@ def test_merge_names_a_damaged_gzip_input(tmp_path):
     assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("profkit-merge-")]
     with pytest.raises(MergeError, match=r"named \.pktrace"):
         merge_traces([str(tmp_path / "a.trace.json")], tmp_path / "m.pktrace.gz")
+
+
+def load_in_child(path, copy, temporary_directory):
+    """load_profiler_result(path).save(copy) in a child process (a wait for
+    a second writer of a FIFO fails the test instead of hanging it) whose
+    temporary directory is `temporary_directory`."""
+    code = "import sys, profkit; profkit.load_profiler_result(sys.argv[1]).save(sys.argv[2])"
+    env = dict(os.environ, TMPDIR=str(temporary_directory))
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path), str(copy)], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+@pytest.mark.parametrize("name", ["t.pktrace", "t.trace.json", "t.pktrace.gz", "t.trace.json.gz"])
+def test_a_trace_read_from_a_fifo_loads_compressed_or_not(tmp_path, name):
+    # `profkit info <(cat t.pktrace.gz)`: a gzipped trace through a pipe was
+    # "not a profkit trace (no 'PKTR' file identifier)".
+    live = record()
+    source = tmp_path / name
+    live.save(str(source))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as out:
+            out.write(source.read_bytes())
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    try:
+        done = load_in_child(fifo, tmp_path / "copy.pktrace", temporary)
+    finally:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # a writer still waiting for a reader goes on
+        writer.join(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert_same_events(load_profiler_result(tmp_path / "copy.pktrace"), live)
+    assert only_files(temporary) == []  # the copy read from the FIFO is gone
+
+
+@pytest.mark.parametrize("command", ["info", "summary"])
+def test_the_command_line_reads_a_gzipped_trace_from_its_standard_input(tmp_path, command):
+    # `gzip -c t.trace.json | profkit summary /dev/stdin`
+    live = record()
+    for name in ("t.pktrace.gz", "t.trace.json.gz"):
+        live.save(str(tmp_path / name))
+        done = subprocess.run(
+            [sys.executable, "-m", "profkit", command, "/dev/stdin"],
+            input=(tmp_path / name).read_bytes(),
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        steps = live.info["step_count"]
+        assert (f"({steps} steps)" if command == "info" else "ProfileStep  ").encode() in done.stdout
+        assert b"forward" in done.stdout.lower()
+
+
+def test_damaged_or_foreign_data_from_a_pipe_names_the_pipe(tmp_path):
+    live = record()
+    live.save(str(tmp_path / "t.pktrace.gz"))
+    cases = [
+        ((tmp_path / "t.pktrace.gz").read_bytes()[:200], "its gzip compression is damaged"),
+        (gzip.compress(b"just some text, not a trace"), "not a profkit trace (no 'PKTR' file identifier)"),
+        (b"just some text, not a trace", "not a profkit trace (no 'PKTR' file identifier)"),
+        (b"", "the file is empty (0 bytes)"),
+    ]
+    for data, words in cases:
+        done = subprocess.run(
+            [sys.executable, "-m", "profkit", "info", "/dev/stdin"], input=data, capture_output=True, timeout=60
+        )
+        assert done.returncode == 1
+        message = done.stderr.decode()
+        assert "cannot load '/dev/stdin" in message and words in message, message
+        assert ".copy" not in message and "gunzipped" not in message, message
+
+
+class KeptTemporaries:
+    """The decompressed copies _gzip_files makes, kept (not removed) to be measured."""
+
+    def __init__(self, monkeypatch):
+        self.paths = []
+        monkeypatch.setattr(_gzip_files, "remove_quietly", self.paths.append)
+
+    def largest(self):
+        return max(os.path.getsize(p) for p in self.paths)
+
+    def remove(self):
+        for p in self.paths:
+            os.remove(p)
+
+
+def test_a_gz_of_something_else_is_refused_from_its_first_bytes(tmp_path, monkeypatch):
+    # 64 MiB of zeros in 64 KiB of gzip was decompressed in full into the
+    # temporary directory before the engine said it is not a trace.
+    packed = tmp_path / "zeros.pktrace.gz"
+    with gzip.open(packed, "wb", compresslevel=1) as f:
+        for _ in range(64):
+            f.write(bytes(1 << 20))
+    kept = KeptTemporaries(monkeypatch)
+    try:
+        with pytest.raises(ValueError, match=r"zeros\.pktrace\.gz \(decompressed\)': it is not a profkit trace"):
+            load_profiler_result(packed)
+        assert kept.largest() <= 4096
+    finally:
+        kept.remove()
+
+
+def test_a_gz_that_goes_on_past_its_trace_is_refused_where_the_trace_ends(tmp_path, monkeypatch):
+    live = record()
+    live.save(str(tmp_path / "t.pktrace"))
+    trace = (tmp_path / "t.pktrace").read_bytes()
+    padded = tmp_path / "padded.pktrace.gz"
+    with gzip.open(padded, "wb", compresslevel=1) as f:
+        f.write(trace)
+        for _ in range(64):
+            f.write(bytes(1 << 20))
+    huge = tmp_path / "huge.pktrace.gz"  # a header that says 4 GiB
+    huge.write_bytes(gzip.compress(b"\xff\xff\xff\xff" + trace[4:]))
+    kept = KeptTemporaries(monkeypatch)
+    try:
+        past_the_end = rf"padded\.pktrace\.gz': it goes on past the end of the {len(trace)}-byte"
+        with pytest.raises(ValueError, match=past_the_end):
+            load_profiler_result(padded)
+        assert kept.largest() <= len(trace)
+        with pytest.raises(ValueError, match=r"huge\.pktrace\.gz': its \.pktrace header gives a size of 4294967299"):
+            load_profiler_result(huge)
+    finally:
+        kept.remove()
+
+
+@pytest.mark.parametrize(
+    "name, compressed, fmt", [("c.Json.GZ", True, "json"), ("c.PKTRACE.Gz", True, "pb"), ("c.JSON", False, "json")]
+)
+def test_suffixes_are_matched_in_any_case(tmp_path, name, compressed, fmt):
+    # c.Json.GZ was written as an uncompressed .pktrace.
+    live = record()
+    path = tmp_path / name
+    live.save(str(path))
+    data = path.read_bytes()
+    assert (data[:2] == b"\x1f\x8b") == compressed
+    plain = gzip.decompress(data) if compressed else data
+    assert plain.lstrip().startswith(b"{") if fmt == "json" else plain[8:12] == b"PKTR"
+    assert_same_events(load_profiler_result(path), live)
+
+
+def test_the_command_lines_outputs_go_by_their_suffix_in_any_case(tmp_path):
+    live = record()
+    source = tmp_path / "run.pktrace"
+    live.save(str(source))
+    assert cli.main(["export", str(source), "-o", str(tmp_path / "a.PKTRACE")]) == 0
+    assert (tmp_path / "a.PKTRACE").read_bytes()[8:12] == b"PKTR"
+    assert cli.main(["export", str(source), "-o", str(tmp_path / "b.Trace.Json.GZ")]) == 0
+    assert gzip.decompress((tmp_path / "b.Trace.Json.GZ").read_bytes()).startswith(b"{")
+    assert cli.main(["export", str(tmp_path / "b.Trace.Json.GZ")]) == 0  # the default output: the other format
+    assert_same_events(load_profiler_result(tmp_path / "b.pktrace"), live)
+    assert cli.main(["merge", str(source), "-o", str(tmp_path / "m.PKTRACE")]) == 2

@@ -177,6 +177,21 @@ def test_repr_html(saved, tmp_path):
     assert live.info["hostname"] in page and path in page
 
 
+def test_repr_counts_one_of_a_thing_in_the_singular():
+    _C.set_state(2)
+    with RecordEvent("only"):
+        pass
+    _C.set_state(0)
+    text = repr(ProfilerResult(_C.collect()))
+    assert ": 1 host event, 0 GPU events, 1 thread, " in text, text
+    _C.set_state(2)
+    for _ in range(2):
+        with RecordEvent("twice"):
+            pass
+    _C.set_state(0)
+    assert ": 2 host events, 0 GPU events, 1 thread, " in repr(ProfilerResult(_C.collect()))
+
+
 def test_repr_html_escapes_names():
     _C.set_state(2)
     with RecordEvent("<script>alert(1)</script>"):

@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 24
+#define PK_API_VERSION_MINOR 25
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -468,8 +468,10 @@ PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
  * so every listener sees a sequence of transitions that starts from CLOSED).
  * It runs on the thread that changed the state while state changes are
  * serialized: it must return quickly and must not call pk_set_state,
- * pk_collect, pk_step* or pk_add/remove_state_listener, nor fork() (since
- * 1.12 fork() waits for the engine's locks; that would deadlock). */
+ * pk_collect, pk_step* or pk_add/remove_state_listener (since 1.25 they
+ * return PK_ERR_INVALID_STATE there; before, they deadlocked), nor fork()
+ * (since 1.12 fork() waits for the engine's locks; that would deadlock).
+ * pk_current_step, pk_set_rank and pk_set_metadata may be called. */
 typedef void (*pk_state_listener)(pk_state from, pk_state to, void* user_data);
 
 /* (since 1.3) Registers `listener` (with `user_data`, passed back unchanged)
@@ -646,7 +648,10 @@ typedef struct pk_chrome_options {
 /* Fills `options` with the defaults (its struct_size set by the caller). */
 PK_API void pk_chrome_options_init(pk_chrome_options* options) PK_NOEXCEPT;
 
-/* pk_result_export_chrome with options; NULL options means the defaults. */
+/* pk_result_export_chrome with options; NULL options means the defaults, and
+ * so (as in 1.0-1.5, never broken since) does a struct_size smaller than the
+ * struct_size field itself; one that ends inside a later field is
+ * PK_ERR_INVALID_ARGUMENT. */
 PK_API pk_status pk_result_export_chrome_ex(const pk_result* r, const char* path,
                                             const pk_chrome_options* options) PK_NOEXCEPT;
 
