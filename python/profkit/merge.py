@@ -274,7 +274,7 @@ def merge_traces(
 def _output_target(output: str) -> OutputFile:
     """Where the merged file goes, refused up front when it cannot be written
     there: before any input is read."""
-    if without_gzip_suffix(output).endswith(PKTRACE_SUFFIX):
+    if without_gzip_suffix(output).lower().endswith(PKTRACE_SUFFIX):  # in any case, as save() reads suffixes
         # Loaders tell formats by content, people by name: a .pktrace holding JSON misleads both.
         raise MergeError(
             f"merge: the output {output!r} is named .pktrace, but a merged timeline is Chrome trace JSON; "

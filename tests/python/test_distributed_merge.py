@@ -253,6 +253,16 @@ def test_a_merged_timeline_is_not_an_input(tmp_path):
         merge_traces([a], a)
 
 
+def test_an_output_named_pktrace_is_refused_in_any_case(tmp_path):
+    # A merged timeline is Chrome JSON; a .pktrace name misleads loaders and
+    # people. ".PKTRACE" went through: save() reads suffixes in any case.
+    a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
+    for name in ("m.pktrace", "m.PKTRACE", "m.Pktrace.gz"):
+        with pytest.raises(MergeError, match="named .pktrace, but a merged timeline is Chrome trace JSON"):
+            merge_traces([a], tmp_path / name)
+    assert sorted(os.listdir(tmp_path)) == ["a.trace.json"]
+
+
 def test_an_output_that_is_a_directory_is_an_error_naming_it(tmp_path, capsys):
     # It used to fail at the rename, naming a temporary file the user never chose.
     a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
