@@ -515,13 +515,18 @@ class ChromeTraceWriter {
       put_char('"');
       put(unique);
       put("\":");
-      if (arg->kind == PK_ARG_INT) {
-        put_int(arg->value);
-      } else {
-        put_char('"');
-        put_name(static_cast<uint32_t>(arg->value));
-        put_char('"');
-      }
+      put_arg_value(*arg);
+    }
+  }
+
+  // An argument's value: an integer, or its interned string quoted.
+  PK_ALWAYS_INLINE void put_arg_value(const pk_event_arg& arg) {
+    if (arg.kind == PK_ARG_INT) {
+      put_int(arg.value);
+    } else {
+      put_char('"');
+      put_name(static_cast<uint32_t>(arg.value));
+      put_char('"');
     }
   }
 
@@ -559,13 +564,7 @@ class ChromeTraceWriter {
         put_char('"');
         put_name(arg->key);
         put("\":");
-        if (arg->kind == PK_ARG_INT) {
-          put_int(arg->value);
-        } else {
-          put_char('"');
-          put_name(static_cast<uint32_t>(arg->value));
-          put_char('"');
-        }
+        put_arg_value(*arg);
       }
       put_char('}');
     }

@@ -23,6 +23,7 @@ writes and reads plain files, so compression goes around it here:
 Thread-safety: none needed (each call works on its own files).
 """
 
+import contextlib
 import gzip
 import io
 import os
@@ -31,7 +32,7 @@ import stat
 import tempfile
 import uuid
 import zlib
-from typing import Any, BinaryIO, Callable, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple, Union
 
 from ._output_files import OutputFile, output_file, written
 
@@ -223,16 +224,23 @@ def gunzip_to_temporary(path: PathLike, prefix: str = "profkit-", shown: Optiona
     """
     name = os.fsdecode(path if shown is None else shown)
     fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".gunzipped")
+    with _removed_on_failure(plain, name), open(fd, "wb") as out, gzip.open(path, "rb") as source:
+        _copy_trace(source, out, name)
+    return plain
+
+
+@contextlib.contextmanager
+def _removed_on_failure(plain: str, name: str) -> Iterator[None]:
+    """Removes the copy ``plain`` when making it fails; a damaged gzip stream
+    becomes a ValueError naming ``name``."""
     try:
-        with open(fd, "wb") as out, gzip.open(path, "rb") as source:
-            _copy_trace(source, out, name)
+        yield
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         remove_quietly(plain)
         raise _damaged_gzip(name, e) from e
     except BaseException:
         remove_quietly(plain)
         raise
-    return plain
 
 
 class _Replayed(io.RawIOBase):
@@ -269,23 +277,15 @@ def copy_unseekable_to_temporary(path: PathLike, prefix: str = "profkit-") -> Tu
     """
     name = os.fsdecode(path)
     fd, plain = tempfile.mkstemp(prefix=prefix, suffix=".copy")
-    compressed = False
-    try:
-        with open(fd, "wb") as out, open(path, "rb") as raw:
-            magic = _read_up_to(raw, len(_MAGIC))
-            stream = io.BufferedReader(_Replayed(magic, raw), _CHUNK)
-            compressed = magic == _MAGIC
-            if compressed:
-                with gzip.GzipFile(fileobj=stream, mode="rb") as source:
-                    _copy_trace(source, out, name)
-            else:
-                _copy_trace(stream, out, name)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        remove_quietly(plain)
-        raise _damaged_gzip(name, e) from e
-    except BaseException:
-        remove_quietly(plain)
-        raise
+    with _removed_on_failure(plain, name), open(fd, "wb") as out, open(path, "rb") as raw:
+        magic = _read_up_to(raw, len(_MAGIC))
+        stream = io.BufferedReader(_Replayed(magic, raw), _CHUNK)
+        compressed = magic == _MAGIC
+        if compressed:
+            with gzip.GzipFile(fileobj=stream, mode="rb") as source:
+                _copy_trace(source, out, name)
+        else:
+            _copy_trace(stream, out, name)
     return plain, compressed
 
 
