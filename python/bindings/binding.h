@@ -71,6 +71,30 @@ inline PyObject* without_surrogates(PyObject* text) {
   return clean;
 }
 
+// The UTF-8 of the str `text`, each lone surrogate as U+FFFD
+// (without_surrogates), and its length in *size. Valid while *holder lives:
+// a new reference to `text`, or to its cleaned copy, for the caller to
+// release. nullptr with an exception set when `text` is no str or memory
+// runs out (*holder untouched).
+inline const char* utf8_replacing_surrogates(PyObject* text, Py_ssize_t* size, PyObject** holder) {
+  const char* utf8 = PyUnicode_AsUTF8AndSize(text, size);
+  if (utf8 != nullptr) {
+    Py_INCREF(text);
+    *holder = text;
+    return utf8;
+  }
+  if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return nullptr;
+  PyErr_Clear();
+  PyObject* clean = without_surrogates(text);
+  utf8 = clean != nullptr ? PyUnicode_AsUTF8AndSize(clean, size) : nullptr;
+  if (utf8 == nullptr) {
+    Py_XDECREF(clean);
+    return nullptr;
+  }
+  *holder = clean;
+  return utf8;
+}
+
 // A text argument of _C's functions for the engine (a name, an argument
 // value, a thread name, a metadata key or value), as UTF-8: a str, lone
 // surrogates as U+FFFD (without_surrogates), or bytes as they are (which
@@ -152,17 +176,18 @@ struct type_caster<profkit_py::EngineText> {
   PYBIND11_TYPE_CASTER(profkit_py::EngineText, const_name("str"));
 
   bool load(handle source, bool convert) {
-    make_caster<std::string> plain;  // str that encodes, bytes, bytearray: as pybind11 always took them
-    if (plain.load(source, convert)) {
+    if (!PyUnicode_Check(source.ptr())) {
+      make_caster<std::string> plain;                  // bytes, bytearray: as pybind11 always took them
+      if (!plain.load(source, convert)) return false;  // pybind11's TypeError: not text
       value.utf8 = cast_op<std::string&&>(std::move(plain));
       return true;
     }
-    if (!PyUnicode_Check(source.ptr())) return false;  // pybind11's TypeError: not a str
-    const object clean = reinterpret_steal<object>(profkit_py::without_surrogates(source.ptr()));
     Py_ssize_t size = 0;
-    const char* utf8 = clean ? PyUnicode_AsUTF8AndSize(clean.ptr(), &size) : nullptr;
+    PyObject* holder = nullptr;
+    const char* utf8 = profkit_py::utf8_replacing_surrogates(source.ptr(), &size, &holder);
     if (utf8 == nullptr) throw error_already_set();  // out of memory
     value.utf8.assign(utf8, static_cast<size_t>(size));
+    Py_DECREF(holder);
     return true;
   }
 };

@@ -144,15 +144,13 @@ void name_thread_in_window(uint32_t window) {
   PyErr_Fetch(&type, &value, &traceback);
   PyObject* name = nullptr;
   if (python_thread_name(&name)) {
-    const char* utf8 = PyUnicode_AsUTF8(name);
-    if (utf8 == nullptr) {  // a lone surrogate (a name made of a file name): as other names, with U+FFFD
-      PyErr_Clear();
-      PyObject* clean = without_surrogates(name);
-      Py_XDECREF(name);
-      name = clean;
-      utf8 = name != nullptr ? PyUnicode_AsUTF8(name) : nullptr;
+    Py_ssize_t size = 0;
+    PyObject* holder = nullptr;
+    const char* utf8 = utf8_replacing_surrogates(name, &size, &holder);  // as every name, U+FFFD for a surrogate
+    if (utf8 != nullptr) {
+      (void)pk_set_thread_name(utf8);
+      Py_DECREF(holder);
     }
-    if (utf8 != nullptr) (void)pk_set_thread_name(utf8);
   }
   Py_XDECREF(name);
   // Naming is best effort: it never disturbs the program.

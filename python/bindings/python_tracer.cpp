@@ -162,14 +162,14 @@ void release_caches() {
 std::string utf8_of(PyObject* text) {
   if (text == nullptr || !PyUnicode_Check(text)) return "?";
   Py_ssize_t size = 0;
-  const char* data = PyUnicode_AsUTF8AndSize(text, &size);
-  if (data != nullptr) return std::string(data, static_cast<size_t>(size));
-  PyErr_Clear();
-  PyObject* clean = without_surrogates(text);
-  data = clean != nullptr ? PyUnicode_AsUTF8AndSize(clean, &size) : nullptr;
-  std::string utf8 = data != nullptr ? std::string(data, static_cast<size_t>(size)) : "?";
-  Py_XDECREF(clean);
-  PyErr_Clear();
+  PyObject* holder = nullptr;
+  const char* data = utf8_replacing_surrogates(text, &size, &holder);
+  if (data == nullptr) {  // out of memory
+    PyErr_Clear();
+    return "?";
+  }
+  std::string utf8(data, static_cast<size_t>(size));
+  Py_DECREF(holder);
   return utf8;
 }
 

@@ -64,24 +64,11 @@ PyObject* make_record_event(PyTypeObject* type, PyObject* name, PyObject* event_
   uint8_t event_type_value = 0;
   if (!parse_event_type(event_type, &event_type_value)) return nullptr;
   Py_ssize_t length = 0;
-  const char* utf8 = PyUnicode_AsUTF8AndSize(name, &length);
-  PyObject* kept = name;  // the name the object holds (a new reference below)
-  if (utf8 == nullptr) {
-    // A lone surrogate, which has no UTF-8 form: the range is named with
-    // U+FFFD in its place, as every name with one is (without_surrogates
-    // says why), and that is the name the object holds.
-    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return nullptr;
-    PyErr_Clear();
-    kept = without_surrogates(name);
-    if (kept == nullptr) return nullptr;
-    utf8 = PyUnicode_AsUTF8AndSize(kept, &length);
-    if (utf8 == nullptr) {
-      Py_DECREF(kept);
-      return nullptr;
-    }
-  } else {
-    Py_INCREF(kept);
-  }
+  // The name the object holds: `name`, or with U+FFFD for a lone surrogate,
+  // as every name is recorded (without_surrogates says why).
+  PyObject* kept = nullptr;
+  const char* utf8 = utf8_replacing_surrogates(name, &length, &kept);
+  if (utf8 == nullptr) return nullptr;
   // Engine names are C strings: a NUL would silently cut the name short.
   if (std::memchr(utf8, '\0', static_cast<size_t>(length)) != nullptr) {
     PyErr_Format(PyExc_ValueError, "RecordEvent: name %R contains a NUL character; event names cannot", name);
