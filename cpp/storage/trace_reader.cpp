@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "export/chrome_trace_reader.h"
 #include "storage/file_bytes.h"
 #include "storage/record_layouts.h"
+#include "storage/trace_checksum.h"
 #include "storage/trace_file.h"
 #include "trace_generated.h"
 
@@ -245,6 +247,29 @@ void check_framing(const std::string& path, const uint8_t* data, size_t size) {
   }
 }
 
+// From schema 2 on, the bytes give the checksum stored with them. Schema 1
+// files carry none, and load as they always have. Every schema from 2 on
+// carries it (the field is never removed or redefined), so a file from a
+// newer profkit is checked too.
+void check_checksum(const std::string& path, const uint8_t* data, size_t size, const fb::Trace& trace) {
+  constexpr uint32_t kFirstChecksummedSchema = 2;
+  if (trace.schema_version() < kFirstChecksummedSchema) return;
+  const uint8_t* field = checksum_field(data);
+  if (field == nullptr) {
+    corrupt(path, "the file is corrupt (it says it is schema " + std::to_string(trace.schema_version()) +
+                      " but has no checksum, which every trace from schema 2 on carries)");
+  }
+  const uint32_t stored = stored_checksum(field);
+  const uint32_t actual = trace_checksum(data, size, field);
+  if (actual != stored) {
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "its checksum is CRC-32C 0x%08x, its bytes now give 0x%08x", stored, actual);
+    corrupt(path, std::string("the file is corrupt: its bytes changed after profkit wrote it (") + detail +
+                      "), as a failing disk or an interrupted copy leaves a file; copy it again from where it was "
+                      "recorded, or record it again");
+  }
+}
+
 // The verified trace, of a schema this profkit reads, with its metadata table.
 const fb::Trace* verified_trace(const std::string& path, const uint8_t* data, size_t size) {
   // Generous limits: a trace has few tables (threads, devices, metadata).
@@ -254,11 +279,17 @@ const fb::Trace* verified_trace(const std::string& path, const uint8_t* data, si
                       " bytes failed FlatBuffers verification); it cannot be read");
   }
   const fb::Trace* trace = fb::GetSizePrefixedTrace(data);
+  // Schema 0 (or none) was never written: a damaged version, which would
+  // otherwise also skip the checksum.
+  if (trace->schema_version() == 0) corrupt(path, "the file is corrupt (it states no schema version)");
   if (trace->min_reader_version() > trace->schema_version()) {
     // No writer asks for a newer reader than its own schema: damage, not age.
     corrupt(path, "the file is corrupt (it needs schema " + std::to_string(trace->min_reader_version()) +
                       " to read but says it is schema " + std::to_string(trace->schema_version()) + ")");
   }
+  // Before the version check below: a damaged min_reader_version would
+  // otherwise read as a file from a newer profkit.
+  check_checksum(path, data, size, *trace);
   if (trace->min_reader_version() > kSchemaVersion) {
     throw Error(PK_ERR_VERSION, "cannot load '" + path + "': it was written by a newer profkit (schema " +
                                     std::to_string(trace->schema_version()) + ", readable from schema " +

@@ -6,6 +6,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "storage/record_layouts.h"
+#include "storage/trace_checksum.h"
 #include "storage/trace_file.h"
 #include "trace_generated.h"
 
@@ -89,10 +90,17 @@ void save_result(const Result& r, const std::string& path) {
   const auto kernels = struct_vector<fb::KernelDetail>(b, r.kernel_details);
   const auto memops = struct_vector<fb::MemoryOpDetail>(b, r.memory_op_details);
 
+  // The checksum is stored even while it is 0, so that sealing can fill it
+  // in place once the buffer is finished.
+  b.ForceDefaults(true);
   const auto trace = fb::CreateTrace(b, kSchemaVersion, kMinReaderVersion, metadata, strings_vec, threads_vec, host,
-                                     args, memory, device, kernels, memops, devices_vec);
+                                     args, memory, device, kernels, memops, devices_vec, /*checksum=*/0);
+  b.ForceDefaults(false);
   // Size-prefixed, so a reader can tell a truncated file from a whole one.
   fb::FinishSizePrefixedTraceBuffer(b, trace);
+  if (!seal_trace_checksum(b.GetBufferPointer(), b.GetSize())) {
+    throw Error(PK_ERR_INTERNAL, "cannot save '" + path + "': the trace was built without its checksum field");
+  }
 
   AtomicFileWriter out(path);
   out.write(b.GetBufferPointer(), b.GetSize());

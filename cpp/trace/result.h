@@ -25,8 +25,8 @@
 
 namespace profkit {
 
-// The version of schemas/trace.fbs this engine writes.
-constexpr uint32_t kSchemaVersion = 1;
+// The version of schemas/trace.fbs this engine writes. 2: Trace.checksum.
+constexpr uint32_t kSchemaVersion = 2;
 
 struct ThreadRecord {
   uint64_t tid = 0;

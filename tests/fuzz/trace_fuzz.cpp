@@ -3,7 +3,8 @@
 // profkit's Chrome JSON), applies random byte flips, truncations, insertions,
 // splices and integer overwrites anywhere (every other mutant) or odd values
 // inside the record arrays (.pktrace) or its numbers (JSON) only, and loads
-// each mutant. Any crash, sanitizer report or hang is the failure; a load that
+// each mutant (most .pktrace mutants sealed with their new checksum, so that
+// they get past it to the checks behind it). Any crash, sanitizer report or hang is the failure; a load that
 // succeeds must give a result every accessor, exporter and summary table can
 // walk.
 //
@@ -21,8 +22,11 @@
 #include <utility>
 #include <vector>
 
+#include <flatbuffers/flatbuffers.h>
+
 #include "../cpp/sample_result.h"
 #include "profkit/profkit.h"
+#include "storage/trace_checksum.h"
 #include "storage/trace_file.h"
 #include "trace_generated.h"
 
@@ -133,6 +137,21 @@ std::string mutate_records(const std::string& seed, const std::vector<ByteRange>
   return m;
 }
 
+// Gives a .pktrace mutant the checksum of its new bytes, when it still passes
+// the FlatBuffers verifier (only then can the field be found safely), so that
+// it reaches the consistency checks and every consumer instead of stopping at
+// the checksum. Each caller seals some mutants and leaves the rest, which the
+// checksum must refuse.
+std::string sealed(std::string m) {
+  auto* data = reinterpret_cast<uint8_t*>(&m[0]);
+  flatbuffers::Verifier verifier(data, m.size(), /*max_depth=*/16, /*max_tables=*/16u << 20);
+  if (m.size() >= 8 && profkit::schema::VerifySizePrefixedTraceBuffer(verifier) &&
+      flatbuffers::GetPrefixedSize(data) + sizeof(flatbuffers::uoffset_t) == m.size()) {
+    profkit::seal_trace_checksum(data, m.size());
+  }
+  return m;
+}
+
 // Rewrites 1-3 numbers of a JSON trace (times, ids, sizes, counts) with odd
 // values, so that mutants still parse and reach the loader's checks.
 std::string mutate_json_numbers(const std::string& seed, std::mt19937_64& rng) {
@@ -230,9 +249,14 @@ int main(int argc, char** argv) {
     const bool json = s >= first_json_seed;
     const std::string mutant_path = dir + (json ? "/fuzz_mutant.trace.json" : "/fuzz_mutant.pktrace");
     if (i % 2 == 0) {
-      write_all(mutant_path, mutate(seeds[s], rng));
+      const std::string m = mutate(seeds[s], rng);
+      write_all(mutant_path, !json && i % 4 == 0 ? sealed(m) : m);
+    } else if (json) {
+      write_all(mutant_path, mutate_json_numbers(seeds[s], rng));
     } else {
-      write_all(mutant_path, json ? mutate_json_numbers(seeds[s], rng) : mutate_records(seeds[s], seed_ranges[s], rng));
+      // Sealed but one in eight: the checks behind the checksum see odd values.
+      const std::string m = mutate_records(seeds[s], seed_ranges[s], rng);
+      write_all(mutant_path, i % 16 == 1 ? m : sealed(m));
     }
     pk_result* r = nullptr;
     const pk_status status = pk_result_load(mutant_path.c_str(), &r);

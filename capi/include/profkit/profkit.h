@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define PK_API_VERSION_MAJOR 1
-#define PK_API_VERSION_MINOR 25
+#define PK_API_VERSION_MINOR 26
 #define PK_API_VERSION ((PK_API_VERSION_MAJOR << 16) | PK_API_VERSION_MINOR)
 
 /* ------------------------------------------------------------------------- */
@@ -606,7 +606,10 @@ PK_API pk_status pk_collect(pk_result** out) PK_NOEXCEPT;
  * here too); a directory is PK_ERR_IO (errno EISDIR) before anything is
  * written. A missing directory is PK_ERR_NOT_FOUND; pk_last_error_errno()
  * gives the system call's errno of every failed open, write or rename.
- * Thread-safe for distinct paths. */
+ * Thread-safe for distinct paths. Since 1.26 the file is schema 2: it
+ * carries a CRC-32C of its bytes (schemas/trace.fbs, Trace.checksum), which
+ * pk_result_load checks; earlier loaders read it as before (they skip the
+ * checksum). */
 PK_API pk_status pk_result_save(const pk_result* r, const char* path) PK_NOEXCEPT;
 
 /* Writes the result as Chrome-trace JSON (chrome://tracing, ui.perfetto.dev),
@@ -696,7 +699,10 @@ PK_API pk_status pk_result_export_stacks(const pk_result* r, const char* path, p
  * call's errno in pk_last_error_errno() (since 1.14); an empty, truncated,
  * corrupt or foreign file (torch.profiler's JSON, a profkit merge timeline)
  * PK_ERR_CORRUPT; a file from a newer profkit PK_ERR_VERSION; in every
- * failure *out is left NULL and nothing is leaked. Thread-safe. */
+ * failure *out is left NULL and nothing is leaked. Since 1.26 a .pktrace of
+ * schema 2 or later whose bytes do not give the checksum stored with them
+ * (any byte changed after it was written) is PK_ERR_CORRUPT; schema 1 files
+ * (written before 1.26) carry none and load unchecked. Thread-safe. */
 PK_API pk_status pk_result_load(const char* path, pk_result** out) PK_NOEXCEPT;
 
 /* Frees a result. NULL is ignored. Not safe while another thread uses `r`. */
