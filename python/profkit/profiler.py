@@ -113,16 +113,41 @@ def _stop_at_exit() -> None:
     profiler = _active_profiler()
     if profiler is None or profiler._in_callback:
         return
-    warnings.warn(
-        f"profkit: the interpreter is exiting with a Profiler started (at step {profiler.step_num}); stopping it "
-        "so that its recording window is delivered. Call stop(), or use `with Profiler(...) as prof:`.",
-        ProfilerWarning,
-        stacklevel=1,
-    )
-    profiler.stop()
+    # Stopped even when the warning is raised as an error (-W error).
+    try:
+        warnings.warn(
+            f"profkit: the interpreter is exiting with a Profiler started (at step {profiler.step_num}); stopping "
+            "it so that its recording window is delivered. Call stop(), or use `with Profiler(...) as prof:`.",
+            ProfilerWarning,
+            stacklevel=1,
+        )
+    finally:
+        profiler.stop()
 
 
 atexit.register(_stop_at_exit)
+
+# The process in which _stop_at_exit is registered with multiprocessing's
+# finalizers (see _stop_at_exit_of_a_multiprocessing_child).
+_finalizer_pid: Optional[int] = None
+
+
+def _stop_at_exit_of_a_multiprocessing_child() -> None:
+    """In a process that multiprocessing started (a DataLoader worker whose
+    worker_init_fn profiles, a Pool worker, a fork-started trainer):
+    _stop_at_exit at its exit too. A forked or forkserver child ends with
+    os._exit() once its target returns, so atexit never runs there, and a
+    Profiler still started would lose its window silently; multiprocessing
+    runs its own finalizers first (util._exit_function). Once per process:
+    each new child starts with the registry cleared."""
+    global _finalizer_pid
+    mp = sys.modules.get("multiprocessing")
+    if mp is None or mp.parent_process() is None or _finalizer_pid == os.getpid():
+        return
+    from multiprocessing import util
+
+    util.Finalize(None, _stop_at_exit, exitpriority=100)  # before the children it started are joined
+    _finalizer_pid = os.getpid()
 
 
 def _leave_the_parents_session() -> None:
@@ -368,6 +393,7 @@ class Profiler:
         # nothing, and the engine would go on recording for no one.
         try:
             _active_ref = weakref.ref(self, functools.partial(_abandoned, self._memory_cap_before))
+            _stop_at_exit_of_a_multiprocessing_child()
             _rank.apply_rank()  # rank and world size into every Result and file name
             if self.memory_cap is not None:
                 _C.set_memory_cap(self.memory_cap)
@@ -414,9 +440,10 @@ class Profiler:
             num_samples: samples in the step just ended (batch size), for
                 ips; None counts steps.
 
-        When the step ends a recording window, ``on_trace_ready`` is called;
-        if it raises, the exception propagates and the Profiler stays
-        consistent (the next step is already under way).
+        When the step ends a recording window, ``on_trace_ready`` is called,
+        before the next window opens; if it raises, the exception propagates
+        and the Profiler stays consistent (the next step is under way all
+        the same).
         """
         next_step = self.step_num + 1
         if next_step < self._steady_until and (
@@ -435,8 +462,29 @@ class Profiler:
         self._steady_until = 0
         # From on_trace_ready first: the callback that stop() calls runs on a
         # stopped Profiler, where "not started; call start()" would mislead.
+        # (Before _in_step is touched: the step() that called the callback
+        # holds it.)
         if self._in_callback:
             raise RuntimeError("Profiler.step() called from on_trace_ready; step the Profiler from the training loop")
+        # stop() from a signal handler (a SIGTERM handler flushing the trace)
+        # or another thread can come in the middle of this step; done there,
+        # the rest of the step would put the stopped engine back in READY or
+        # RECORD for no one, and every later Profiler would be refused. So
+        # such a stop() waits for this step to end (see _stop_requested).
+        # The step is marked running before it checks that the Profiler is
+        # started: a stop() that comes before the mark has fully stopped it,
+        # and the check says so; one that comes after waits.
+        self._in_step = True
+        try:
+            self._checked_step(num_samples)
+        finally:
+            self._in_step = False
+            if self._stop_requested:
+                self._stop_requested = False
+                self.stop()
+
+    def _checked_step(self, num_samples: Optional[int]) -> None:
+        """step() past its shortcut, marked running: checks the call, then steps."""
         if self._parent_pid is not None:
             raise RuntimeError(
                 f"Profiler.step(): this Profiler records in the parent process (pid {self._parent_pid}); this "
@@ -449,19 +497,7 @@ class Profiler:
         if self.timer_only:
             self._timer.step(samples)
             return
-        # stop() from a signal handler (a SIGTERM handler flushing the trace)
-        # or another thread can come in the middle of this step; done there,
-        # the rest of the step would put the stopped engine back in READY or
-        # RECORD for no one, and every later Profiler would be refused. So
-        # such a stop() waits for this step to end (see _stop_requested).
-        self._in_step = True
-        try:
-            self._step_transition(samples)
-        finally:
-            self._in_step = False
-            if self._stop_requested:
-                self._stop_requested = False
-                self.stop()
+        self._step_transition(samples)
 
     def _step_transition(self, samples: Optional[int]) -> None:
         """The full path of step(): a step that may change the state."""
@@ -484,17 +520,34 @@ class Profiler:
         finally:
             # on_trace_ready may have stopped the Profiler, or stopped and
             # started it again: then start() has begun the new run's step 0.
+            # One that raised (or a warning raised as an error) still leaves
+            # the next step under way.
             if self._started and self._runs == run:
-                _C.step_begin(self.step_num)
-                self._timer.restart_step()  # the callback's time is not the next step's
-                self._steady_until = self._next_change()
+                try:
+                    self._begin_step_after_delivery(transition.then)
+                except BaseException:
+                    self._resume_after_interruption()
+                    raise
+
+    def _begin_step_after_delivery(self, then: Optional[ProfilerState]) -> None:
+        """Enters the next step's state and begins the step, once on_trace_ready
+        is done (SPEC §3: collect, call on_trace_ready, then prepare or start
+        as the next state needs): opened before the callback, the next window
+        would hold the callback's own time and events (a slow exporter, the
+        ranges it records) and its span would count them."""
+        if then is not None:
+            self._set_engine_state(then)
+        _C.step_begin(self.step_num)
+        self._timer.restart_step()  # the callback's time is not the next step's
+        self._steady_until = self._next_change()
 
     def _change_step(
         self, previous: ProfilerState, current: ProfilerState, samples: Optional[int]
     ) -> Tuple[Optional[_lifecycle.Transition], Optional["_C.Result"]]:
         """Ends step n, moves the engine from ``previous`` to ``current`` and
         begins step n + 1, unless a collected window is returned with its
-        transition: its delivery comes first (see _step_transition)."""
+        transition: its delivery comes first, then the transition's ``then``
+        state and step n + 1 (see _step_transition)."""
         # After an interrupted step() the step it was to begin never was,
         # and the one before may or may not have ended: pk_step would begin
         # the wrong number, so the step is ended if it is open (_end_step
@@ -529,7 +582,7 @@ class Profiler:
             pass
 
     def _resume_after_interruption(self) -> None:
-        """After an exception (a Ctrl-C) cut _change_step short, anywhere.
+        """After an exception (a Ctrl-C) cut _change_step (or _begin_step_after_delivery) short, anywhere.
 
         The Profiler goes on from where the engine is, so that a loop that
         catches the exception (a notebook cell run again) can keep stepping:
@@ -584,10 +637,6 @@ class Profiler:
             # the Profiler when it returns.
             self._stop_requested = True
             return
-        # From on_trace_ready, the window that step() opened right after
-        # collecting holds no step (only the callback's own time): closed and
-        # dropped, never delivered from inside the callback.
-        from_callback = self._in_callback
         if self.timer_only:
             self._started = False
             self._steady_until = 0
@@ -596,6 +645,9 @@ class Profiler:
             self._print_perf_summary()
             return
         result = None
+        # A window that an exception (a Ctrl-C) kept step() from delivering,
+        # taken before the collect below puts this one in _undelivered.
+        earlier = self._undelivered
         # Planned from the engine's own state, not current_state: a step()
         # that an exception (a Ctrl-C) cut short between the two may have
         # left the engine recording a window that current_state says is
@@ -635,11 +687,9 @@ class Profiler:
         # leave it claimed by a Profiler that is already stopped.
         self._perf_summary = self._timer.summary()
         self._print_perf_summary()
-        if from_callback:
-            return
-        # A window that an exception (Ctrl-C) kept step() from delivering
-        # comes first: nothing collected is lost.
-        earlier = self._undelivered if self._undelivered is not result else None
+        # The earlier window comes first: nothing collected is lost. (From
+        # on_trace_ready at a step, there is neither: the callback's window
+        # is handed over, and the next one is not open yet.)
         run = self._runs
         try:
             if earlier is not None:
@@ -765,8 +815,10 @@ class Profiler:
         )
 
     def _apply(self, transition: _lifecycle.Transition, end_step: Callable[[], None]) -> Optional["_C.Result"]:
-        """Carries out a transition's engine actions, ending the running step
-        with ``end_step()``; returns the collected window if any.
+        """Carries out a transition's engine actions up to the collect, ending
+        the running step with ``end_step()``; returns the collected window if
+        any. ``transition.then`` is the caller's to enter, once the window is
+        delivered (_begin_step_after_delivery; stop() enters none).
 
         The step ends after the collect hooks and the listeners have heard of
         the change and before the engine changes state: what they close as a
@@ -788,8 +840,6 @@ class Profiler:
             result = self._undelivered = _C.collect(self._collected)
             self._collect_owed = False
             self._collected.clear()
-        if transition.then is not None:
-            self._set_engine_state(transition.then)
         return result
 
     def _set_engine_state(self, state: ProfilerState) -> None:
@@ -798,16 +848,25 @@ class Profiler:
         _C.set_state(state.value)
 
     def _deliver(self, result: "_C.Result", improper: bool) -> None:
+        """Hands a collected window to on_trace_ready, after warning of what is wrong with it.
+
+        A warning turned into an error (``-W error``) or a Ctrl-C landing
+        among the warnings still lets on_trace_ready have the window; the
+        exception follows it."""
         self._result = ProfilerResult(result)
-        self._undelivered = None
-        self._windows += 1
+        try:
+            self._warn_about_window(self._result.info, improper)
+        finally:
+            self._hand_over(result)
+
+    def _warn_about_window(self, info: Dict[str, Any], improper: bool) -> None:
+        """Warns of the events a window (its ``info``) lost, and of an improper schedule."""
         # The window's own cap: at stop() the engine's is already put back.
         cap = self.memory_cap if self.memory_cap is not None else _C.get_memory_cap()
-        lost = _losses(self._result.info, cap)
+        lost = _losses(info, cap)
         if lost:
             warn_at_caller(f"profkit: this recording window lost events: {lost}. Its summary and trace files lack them.")
         if improper:
-            info = self._result.info
             steps = (
                 f"steps {info['first_step']}-{info['first_step'] + info['step_count'] - 1}"
                 if info["step_count"]
@@ -818,12 +877,26 @@ class Profiler:
                 f"{self.current_state.name}; the window ({steps}) is delivered now. Make the last recorded step "
                 "RECORD_AND_RETURN (make_scheduler does)."
             )
-        if self.on_trace_ready is not None:
+
+    def _hand_over(self, result: "_C.Result") -> None:
+        """Calls on_trace_ready, ``result`` being prof.profiler_result.
+
+        The window leaves _undelivered only now: an exception (a Ctrl-C)
+        before this leaves it to the next step() or stop(), which deliver
+        it; none after can make it reach on_trace_ready twice."""
+        # Kept as it was, not cleared: stop() from on_trace_ready may deliver
+        # a window from inside the callback (one an interrupted step() left
+        # recording), and the outer callback is still running after it.
+        outer = self._in_callback
+        try:
             self._in_callback = True
-            try:
+            if self._undelivered is result:
+                self._undelivered = None
+            self._windows += 1
+            if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
-            finally:
-                self._in_callback = False
+        finally:
+            self._in_callback = outer
 
     def _restore_memory_cap(self) -> None:
         if self._memory_cap_before is not None:

@@ -601,7 +601,7 @@ def test_on_trace_ready_may_stop_the_profiler_but_not_step_it():
         if len(windows) == 1:
             with pytest.raises(RuntimeError, match="called from on_trace_ready"):
                 prof.step()
-            prof.stop()  # closes the window step() opened next (no step in it yet) without delivering it
+            prof.stop()  # the next window is not open yet (it opens once the callback returns): nothing more to deliver
 
     p = Profiler(scheduler=make_scheduler(closed=0, ready=0, record=1), on_trace_ready=stop_after_first)
     p.start()
@@ -811,6 +811,35 @@ def test_a_process_multiprocessing_forks_mid_window_starts_with_profiling_stoppe
     assert report["names"] == ["ProfileStep#0", "child work"]
     (result,) = windows.results  # the parent's window is whole and its own
     assert sorted(result.events["name"].tolist()) == ["ProfileStep#0", "parent work"]
+
+
+_left_started = []
+
+
+def _leave_a_profiler_started(out_dir):  # pragma: no cover - runs in the child
+    """A target that returns with its Profiler still started (a worker_init_fn
+    that profiles, a trainer that forgets stop()), under -W error as pytest
+    runs it: the child still writes its window."""
+    prof = Profiler(scheduler=None, on_trace_ready=profkit.export_protobuf(out_dir))
+    prof.start()
+    with RecordEvent("child work"):
+        pass
+    prof.step()
+    _left_started.append(prof)
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_a_multiprocessing_child_that_exits_with_a_profiler_started_delivers_its_window(tmp_path, method):
+    # fork and forkserver children end with os._exit(): atexit never ran
+    # there, and the window was lost without a word.
+    context = multiprocessing.get_context(method)
+    child = context.Process(target=_leave_a_profiler_started, args=(str(tmp_path),))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    (trace,) = os.listdir(tmp_path)
+    names = profkit.load_profiler_result(str(tmp_path / trace)).events["name"].tolist()
+    assert "child work" in names
 
 
 _calls_in_child = []

@@ -175,9 +175,12 @@ def test_a_thread_that_filled_the_cap_in_one_window_leaves_room_for_others_in_th
 
 
 _EXIT_WITHOUT_STOP = """
-import sys, threading, time
+import sys, threading, time, warnings
 import profkit
 from profkit import RecordEvent
+
+if sys.argv[2] == "warnings as errors":
+    warnings.simplefilter("error", profkit.ProfilerWarning)
 
 prof = profkit.Profiler(scheduler=(1, 100), on_trace_ready=profkit.export_protobuf(sys.argv[1]))
 prof.start()
@@ -190,17 +193,18 @@ if sys.argv[2] == "daemon":  # keeps the Profiler alive through shutdown
 """
 
 
-@pytest.mark.parametrize("keeper", ["none", "daemon"])
+@pytest.mark.parametrize("keeper", ["none", "daemon", "warnings as errors"])
 def test_a_profiler_still_started_at_exit_is_stopped_and_its_window_delivered(tmp_path, keeper):
     # A script that never called stop() lost its window: discarded when the
-    # Profiler was collected at shutdown, silently when a daemon thread held it.
+    # Profiler was collected at shutdown, silently when a daemon thread held
+    # it, and when the warning about it was raised as an error (-W error).
     import subprocess
     import sys
 
     done = subprocess.run(
         [sys.executable, "-c", _EXIT_WITHOUT_STOP, str(tmp_path), keeper], capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stderr
     assert "exiting with a Profiler started (at step 3)" in done.stderr
+    assert done.returncode == 0, done.stderr
     (trace,) = tmp_path.glob("*.pktrace")
     assert profkit.load_profiler_result(str(trace)).steps == [1, 2, 3]
