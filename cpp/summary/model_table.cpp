@@ -1,6 +1,7 @@
 #include "summary/model_table.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ bool is_phase(uint8_t type) noexcept { return type < 32 && (kPhaseBits >> type) 
 // Steps nest like phases: a user's RecordEvent of type ProfileStep inside a
 // step is part of that step, not another one (which would halve its Avg).
 bool nests_in_its_type(uint8_t type) noexcept { return is_phase(type) || type == PK_EVENT_PROFILE_STEP; }
+
+// Whether `time_ns` falls in one of the merged `intervals`: from a start up
+// to, not including, the end, as a call is open for the launches it finds.
+bool covers(const IntervalList& intervals, uint64_t time_ns) noexcept {
+  auto after = std::upper_bound(intervals.begin(), intervals.end(), time_ns,
+                                [](uint64_t t, const Interval& i) { return t < i.start; });
+  return after != intervals.begin() && time_ns < std::prev(after)->end;
+}
 
 // Whether an event of `type` is open in `stack`.
 bool inside_same_phase(const OpenStack& stack, uint8_t type) noexcept {
@@ -95,6 +104,7 @@ uint32_t ModelTable::type_mask() const {
 void ModelTable::begin_thread(size_t thread) {
   open_calls_.clear();
   open_steps_ = 0;
+  open_phases_ = 0;
   // A thread that records the loop keeps its launches outside the phases
   // ("Others"), even while another thread's phase is open.
   thread_records_loop_now_ = thread >= thread_records_loop_.size() || thread_records_loop_[thread] != 0;
@@ -108,8 +118,9 @@ void ModelTable::on_open(const OpenStack& stack) {
   if (stack.back().type == PK_EVENT_PROFILE_STEP) {
     ++open_steps_;
     if (!instant && next_step_ < steps_.size()) call = &steps_[next_step_++];
-  } else if (!instant && keep_phases_ && next_phase_ < phases_.size()) {
-    call = &phases_[next_phase_++];
+  } else if (!instant) {
+    ++open_phases_;
+    if (keep_phases_ && next_phase_ < phases_.size()) call = &phases_[next_phase_++];
   }
   open_calls_.push_back(call);
 }
@@ -117,7 +128,12 @@ void ModelTable::on_open(const OpenStack& stack) {
 void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
   Call* call = open_calls_.back();
   open_calls_.pop_back();
-  if (closed.type == PK_EVENT_PROFILE_STEP) --open_steps_;
+  const pk_host_event& e = context_.result->host_events[closed.index];
+  if (closed.type == PK_EVENT_PROFILE_STEP) {
+    --open_steps_;
+  } else if (!is_instant(e)) {
+    --open_phases_;
+  }
   // Part of the enclosing phase (or step) of its type, which has its GPU
   // work too (the walk adds a closed event's work to its parent).
   if (nests_in_its_type(closed.type) && inside_same_phase(stack, closed.type)) return;
@@ -125,7 +141,6 @@ void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
     call->gpu_ns += closed.gpu_ns;  // on top of what launches on other threads found for it
     return;
   }
-  const pk_host_event& e = context_.result->host_events[closed.index];
   if (is_instant(e)) return;
   CallStats& s = counted_[closed.type];
   ++s.calls;
@@ -136,10 +151,20 @@ void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
 void ModelTable::on_launch(const OpenStack& /*stack*/, const LaunchedWork& work) {
   const bool by_step_time = open_steps_ == 0;
   const bool by_phase_time = !thread_records_loop_now_;
-  if (!by_step_time && !by_phase_time) return;
-  const uint64_t time_ns = context_.result->host_events[work.host_event].start_ns;
+  // Most launches are inside a step on the loop thread: no time to look up.
+  const uint64_t time_ns = by_step_time || by_phase_time ? context_.result->host_events[work.host_event].start_ns : 0;
+  if (in_phase_and_step(time_ns, by_step_time, by_phase_time)) phases_gpu_in_steps_ns_ += work.duration_ns;
   if (by_step_time) steps_by_time_.add(time_ns, work.duration_ns);
   if (by_phase_time) phases_by_time_.add(time_ns, work.duration_ns);
+}
+
+// By time, the unions answer what the attributions find: a launch finds a
+// call exactly when one is open then, and a nested call lies inside the one
+// it belongs to. Instants and zero-length calls, open for no launch, add
+// nothing to the unions.
+bool ModelTable::in_phase_and_step(uint64_t time_ns, bool by_step_time, bool by_phase_time) const {
+  const bool in_phase = open_phases_ > 0 || (by_phase_time && covers(context_.model_union, time_ns));
+  return in_phase && (!by_step_time || covers(context_.step_union, time_ns));
 }
 
 void ModelTable::end_thread(size_t /*thread*/) {
@@ -267,13 +292,11 @@ SummaryTable ModelTable::table() const {
     row.values[columns.cpu + 4] = percent(total, total);
   }
 
-  uint64_t phases_gpu = 0;
   for (uint32_t type : kPhases) {
     const CallStats& s = by_type[type];
     if (s.calls == 0) continue;
     SummaryRow& row = t.add_row(std::string(event_type_name(type)), 1);
     fill_call_row(row, columns, s, 0, total, total);
-    phases_gpu += s.gpu.total;
   }
 
   SummaryRow& others = t.add_row("Others", 1);
@@ -282,7 +305,10 @@ SummaryTable ModelTable::table() const {
   others.values[columns.cpu] = others_cpu;
   others.values[columns.cpu + 4] = percent(others_cpu, total);
   if (c.has_steps) {
-    const double others_gpu = static_cast<double>(steps.gpu.total - std::min(phases_gpu, steps.gpu.total));
+    // Not the phases' GPU totals: nested phases of different types both have
+    // the work launched in the inner one (see in_phase_and_step).
+    const uint64_t in_phases = std::min(phases_gpu_in_steps_ns_, steps.gpu.total);
+    const double others_gpu = static_cast<double>(steps.gpu.total - in_phases);
     others.values[columns.gpu] = others_gpu;
     others.values[columns.gpu + 4] = percent(others_gpu, total);
   }

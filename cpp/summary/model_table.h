@@ -6,6 +6,11 @@
 // none of the four covers (CPU), and the ProfileStep GPU time not launched by
 // them (GPU). Every ratio is to total_time.
 //
+// Phases of different types nest (an optimizer step run from a gradient
+// hook: an Optimization inside a Backward), and each has the work launched
+// inside it, so their GPU times overlap: Others is the steps' GPU time less
+// the work of the steps that any phase has, each record counted once.
+//
 // Which call launched GPU work: the phase or step open around the launch on
 // the launching thread. Work launched from a thread that records no phase or
 // step of its own (PyTorch's autograd device threads run every CUDA backward
@@ -103,6 +108,10 @@ class ModelTable : public HostEventVisitor {
   };
 
   void find_calls();
+  // Whether work launched at `time_ns` belongs to some phase and to some
+  // step, found as they find it: on the launching thread's stack, else (the
+  // by_* flags) by the launch time.
+  bool in_phase_and_step(uint64_t time_ns, bool by_step_time, bool by_phase_time) const;
 
   const SummaryContext& context_;
   std::vector<Call> steps_;
@@ -114,6 +123,9 @@ class ModelTable : public HostEventVisitor {
   std::vector<uint8_t> thread_records_loop_;              // per thread: a step or phase event
   LaunchTimeAttribution steps_by_time_;                   // for launches outside any step on their thread
   LaunchTimeAttribution phases_by_time_;                  // for launches on threads that record no loop
+  // GPU time of the steps that some phase has, each record once: the
+  // phases' own totals count a record once per nested phase.
+  uint64_t phases_gpu_in_steps_ns_ = 0;
 
   // The walk: the next call of each list to open (calls are found in walk
   // order), and the stack of open ones (nullptr: not kept).
@@ -121,6 +133,7 @@ class ModelTable : public HostEventVisitor {
   size_t next_phase_ = 0;
   std::vector<Call*> open_calls_;
   uint32_t open_steps_ = 0;
+  uint32_t open_phases_ = 0;              // of any type, instants aside
   bool thread_records_loop_now_ = false;  // the thread being walked
 };
 

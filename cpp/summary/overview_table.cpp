@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/event_types.h"
+#include "summary/host_walk.h"
 
 namespace profkit {
 
@@ -21,6 +23,45 @@ double largest_time(const TypeRow& r) {
   const double cpu = is_missing(r.cpu_ns) ? -1 : r.cpu_ns;
   const double gpu = is_missing(r.gpu_ns) ? -1 : r.gpu_ns;
   return std::max(cpu, gpu);
+}
+
+// An asynchronous collective's second event, "<name> (in flight)" on the
+// thread "profkit: collectives in flight", spans the time its work was under
+// way: the same call again, not one of its own. The name is the rule
+// profkit.cross_rank uses too (IN_FLIGHT_SUFFIX in
+// python/profkit/integrations/_collectives_in_flight.py).
+constexpr std::string_view kInFlightSuffix = " (in flight)";
+
+bool is_in_flight_name(std::string_view name) noexcept {
+  return name.size() >= kInFlightSuffix.size() && name.substr(name.size() - kInFlightSuffix.size()) == kInFlightSuffix;
+}
+
+// The Communication events that are in-flight copies. The names are checked
+// first: the string table is far shorter than the events, and only runs of
+// asynchronous CPU collectives have such a name.
+uint64_t in_flight_copies(const Result& r) {
+  std::vector<uint8_t> in_flight(r.strings.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < r.strings.size(); ++i) {
+    in_flight[i] = is_in_flight_name(r.strings.view(i));
+    any |= in_flight[i] != 0;
+  }
+  if (!any) return 0;
+  uint64_t copies = 0;
+  for (const pk_host_event& e : r.host_events) {
+    // As host_calls counts them: instants are no calls.
+    copies += e.type == PK_EVENT_COMMUNICATION && !is_instant(e) && e.name < in_flight.size() && in_flight[e.name];
+  }
+  return copies;
+}
+
+// The Communication row's calls: the calls made on the CPU, or, when none
+// was recorded (NCCL kernels launched by a library's own thread), the GPU
+// communication records.
+uint64_t communication_calls(const SummaryContext& c, const CommunicationTimes& communication) {
+  const uint64_t host = c.host_calls[PK_EVENT_COMMUNICATION];
+  const uint64_t calls = host == 0 ? 0 : host - std::min(host, in_flight_copies(*c.result));
+  return calls > 0 ? calls : communication.gpu_calls;
 }
 
 }  // namespace
@@ -63,7 +104,7 @@ SummaryTable make_overview_table(const SummaryContext& c, const CommunicationTim
       }
     } else if (type == PK_EVENT_COMMUNICATION) {
       if (c.host_calls[type] > 0 || communication.gpu_calls > 0) {
-        TypeRow row{type, c.host_calls[type], kMissing, kMissing};
+        TypeRow row{type, communication_calls(c, communication), kMissing, kMissing};
         if (c.host_calls[type] > 0) row.cpu_ns = static_cast<double>(c.host_union_ns[type]);
         if (communication.gpu_calls > 0) row.gpu_ns = static_cast<double>(total_length(communication.gpu));
         (c.host_calls[type] > 0 ? host : device).push_back(row);

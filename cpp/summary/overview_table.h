@@ -3,6 +3,9 @@
 // GPU types (Kernel, Memcpy, Memset, and communication GPU work) — with its
 // ratio to total_time, largest first. The first row is the total itself
 // (ProfileStep, or "Total Time" when the recorded span stands in for it).
+// Communication's calls are the calls made: an asynchronous collective's
+// "(in flight)" event is not a second call (its time still counts), and
+// without Communication host events the GPU communication records count.
 // Thread-safety: pure function of its inputs.
 #pragma once
 

@@ -7,7 +7,12 @@
 Per rank, per recorded step on average (each rank's recording window may
 hold a different number of steps):
 
-- Step Time: ProfileStep time / steps (the recorded span when no step was recorded);
+- Steps, Step Time: the steps and their time as the rank's Model Summary
+  counts them (its ProfileStep row, computed by the engine): a user's range
+  of type ProfileStep inside a step is part of that step and an instant mark
+  is none, and the step that ``stop()`` ends is one (SPEC §3), whose time
+  the figures below count too; with no step of positive length, the
+  recorded span and no steps;
 - Computation, Communication, Overlap: the rank's Distributed Summary
   (SPEC §6, computed by the engine): Communication = Communication events
   and their GPU work, overlaps counted once; Computation = non-communication
@@ -42,7 +47,6 @@ from .result import ProfilerResult, load_profiler_result
 
 __all__ = ["cross_rank_summary", "CrossRankSummary", "RankFigures"]
 
-_PROFILE_STEP = 2
 _COMMUNICATION = 12
 _UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
 # How far a rank's figures must stand out from every other rank's before the
@@ -58,7 +62,7 @@ class RankFigures:
     name: str
     rank: int  # -1 unknown
     world_size: int
-    steps: int  # ProfileSteps recorded (0: figures are for the whole window)
+    steps: int  # the Model Summary's ProfileStep calls (0: figures are for the whole window)
     step_ns: float
     computation_ns: Optional[float]  # None: the rank recorded no communication
     communication_ns: float
@@ -221,19 +225,38 @@ def _default_name(info: Dict[str, Any], path: str, index: int) -> str:
     return f"trace{index}"
 
 
+def _model_steps(model: "_summary.SummaryTable") -> Tuple[int, float]:
+    """The calls and total time (ns) of the Model Summary's ProfileStep row;
+    0, 0.0 without one.
+
+    The engine's count, not the ProfileStep events: it leaves out what is no
+    step of its own (a user's RecordEvent of type ProfileStep inside a step,
+    an instant mark), so the summary tables and this row agree. It includes
+    the step that ``stop()`` ends, as the Model Summary does: the Perf
+    Summary, which times the steps ``step()`` closed, counts one fewer for a
+    window that ``stop()`` ended, but the trace cannot tell that step from
+    the others, and its time is in the Distributed Summary's figures divided
+    here by the same steps."""
+    for row, level in zip(model.rows, model.levels):
+        if level == 0 and row[0] == "ProfileStep":
+            cells = dict(zip(model.columns, row))
+            return int(cells["Calls"] or 0), float(cells["CPU Total"] or 0.0)
+    return 0, 0.0
+
+
 def rank_figures(result: "_C.Result", name: str, source: str = "") -> RankFigures:
     """One rank's figures from its collected or loaded result."""
     info = result.info()
     host = _records.view(result.host_events, _records.HOST_EVENT)
-    step_mask = host["type"] == _PROFILE_STEP
-    steps = int(step_mask.sum())
-    step_total = float((host["end_ns"][step_mask] - host["start_ns"][step_mask]).sum()) if steps else 0.0
+    # One engine pass for both tables (they share the walk over the events).
+    tables = _summary.summary_data(result, views=["DistributedView", "ModelView"], time_unit="ns")
+    steps, step_total = _model_steps(tables["ModelView"])
     if step_total <= 0:
         steps = 0
         step_total = float(max(int(info["end_ns"]) - int(info["start_ns"]), 0))
     per = max(steps, 1)
 
-    table = _summary.summary_data(result, views="DistributedView", time_unit="ns")["DistributedView"]
+    table = tables["DistributedView"]
     values = {row[0]: float(row[1] or 0.0) for row in table.rows}
     has_communication = bool(table.rows)
     communication = values.get("Communication", 0.0)

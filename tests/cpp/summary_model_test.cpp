@@ -130,6 +130,50 @@ TEST(SummaryModel, PhaseThreadsKeepTheirLaunchesAndStepsCountEveryThread) {
   EXPECT_EQ(value(t, "Others", "GPU Total"), 10);
 }
 
+// Phases of different types nest (an optimizer step run from a gradient
+// hook: Optimization inside Backward): both have the kernel launched in the
+// inner one, but Others loses it from the step's GPU time only once.
+TEST(SummaryModel, OthersCountsWorkOfNestedPhasesOnce) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 100, 600);
+  b.event(1, "SGD.step", PK_EVENT_OPTIMIZATION, 200, 400);
+  b.launch(1, 210, 220, 1);
+  b.kernel("sgd_kernel", 230, 330, 1);  // 100 ns in both phases
+  b.launch(1, 700, 710, 2);
+  b.kernel("loose", 720, 770, 2);  // 50 ns in the step, in no phase
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 150);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 100);
+  EXPECT_EQ(value(t, "Optimization", "GPU Total"), 100);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 50);
+  EXPECT_DOUBLE_EQ(value(t, "Others", "GPU Ratio(%)"), 5.0);
+}
+
+// Work a phase launched outside every step is in no step's GPU time, so it
+// takes nothing away from Others; a helper thread's launch inside nested
+// phases (by time) counts once too.
+TEST(SummaryModel, OthersLosesOnlyPhaseWorkInsideTheSteps) {
+  TraceBuilder b;
+  b.event(1, "first batch", PK_EVENT_DATALOADER, 0, 100);  // before the first step
+  b.launch(1, 50, 60, 1);
+  b.kernel("h2d", 60, 80, 1);  // 20 ns: the Dataloader's, no step's
+  b.step(1, 0, 100, 1100);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 200, 700);
+  b.event(1, "SGD.step", PK_EVENT_OPTIMIZATION, 300, 500);
+  b.launch(2, 400, 410, 2);  // the autograd thread, inside both phases
+  b.kernel("sgd_kernel", 420, 427, 2);
+  b.launch(1, 800, 810, 3);
+  b.kernel("loose", 820, 850, 3);  // 30 ns in the step, in no phase
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 20);
+  EXPECT_EQ(value(t, "Optimization", "GPU Total"), 7);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 37);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 30);
+}
+
 // Consecutive launches of one helper thread: each finds the calls open at
 // its own time, also exactly when one starts or ends (a call is open from
 // its start up to, not including, its end).

@@ -261,4 +261,34 @@ TEST(SummaryOverview, CommunicationHasCpuAndGpuTime) {
   EXPECT_EQ(value(t, "Kernel", "GPU Time"), 300);  // every kernel
 }
 
+// NCCL kernels launched by a library's own thread, with no Communication
+// host event: the row is there for them, and so are its calls.
+TEST(SummaryOverview, CommunicationOnlyOnTheGpuCountsItsGpuCalls) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.launch(1, 10, 20, 1).launch(1, 30, 40, 2);
+  b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 50, 250, 1);
+  b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 300, 400, 2);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(value(t, "Communication", "Calls"), 2);
+  EXPECT_EQ(value(t, "Communication", "GPU Time"), 300);
+  EXPECT_TRUE(std::isnan(value(t, "Communication", "CPU Time")));
+}
+
+// An asynchronous collective's "(in flight)" event on the waiter thread is
+// the same call again: its time counts, it is no call of its own.
+TEST(SummaryOverview, InFlightCopiesOfAsyncCollectivesAreNoCalls) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 100, 110);  // async: returns at once
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 500, 600);  // blocking
+  b.event(2, "all_reduce (in flight)", PK_EVENT_COMMUNICATION, 105, 300);
+  b.event(2, "in flight", PK_EVENT_COMMUNICATION, 700, 710);  // not the suffix: a call
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(value(t, "Communication", "Calls"), 3);
+  EXPECT_EQ(value(t, "Communication", "CPU Time"), 310);  // [100,300) + [500,600) + [700,710)
+}
+
 }  // namespace

@@ -230,6 +230,44 @@ def test_ddp_wait_marker_is_not_counted_as_a_collective():
     assert figures.collectives == 1 and figures.comm_bytes == 1000
 
 
+def test_steps_are_the_model_summarys_steps_not_every_profile_step_event():
+    # A user's range of type ProfileStep inside a step and an instant mark of
+    # that type were counted as steps of their own: 6 "steps" for 2, and
+    # every per-step figure a third of what it is.
+    _C.set_rank(0, 1)
+    _C.set_state(2)
+    for step in range(2):
+        _C.step_begin(step)
+        with RecordEvent("my_step", TracerEventType.ProfileStep):
+            time.sleep(0.001)
+        _C.instant_event(_C.intern("step_mark"), int(TracerEventType.ProfileStep))
+        with RecordEvent("all_reduce", COMMUNICATION):
+            _C.event_arg_int(_C.intern("bytes"), 1000)
+        _C.step_end(0)
+    _C.set_state(0)
+    result = ProfilerResult(_C.collect())
+    assert len([e for e in result.events if e["type"] == int(TracerEventType.ProfileStep)]) == 6
+    model = result.summary_data(views="ModelView", time_unit="ns")["ModelView"]
+    step_row = dict(zip(model.columns, model.rows[0]))
+    figures = cross_rank_summary([result]).ranks[0]
+    steps = [e for e in result.events if str(e["name"]).startswith("ProfileStep#")]
+    step_total = sum(int(e["end_ns"] - e["start_ns"]) for e in steps)
+    assert figures.steps == step_row["Calls"] == len(steps) == 2
+    assert figures.step_ns == step_total / 2 == step_row["CPU Avg"]
+    assert figures.comm_bytes == 1000 and figures.collectives == 1
+    assert re.search(r"^rank0\s+0/1\s+2\s", cross_rank_summary([result]).text(), re.M)
+
+
+def test_overview_counts_an_in_flight_copy_as_no_call():
+    # The Overview agrees with the cross-rank count: the async call's
+    # "(in flight)" lane is its time, not a second call.
+    result = rank_window(0, 1, 0.001, 0.001, in_flight=True)
+    overview = result.summary_data(views="OverView", time_unit="ns")["OverView"]
+    row = {r[0]: dict(zip(overview.columns, r)) for r in overview.rows}["Communication"]
+    assert row["Calls"] == 2 == cross_rank_summary([result]).ranks[0].collectives * 2
+    assert row["CPU Time"] == total_ns(result, "all_reduce") + total_ns(result, "all_reduce (in flight)")
+
+
 def test_two_traces_of_one_rank_are_a_warning():
     r0, again = rank_window(0, 2, 0.001, 0.001), rank_window(0, 2, 0.001, 0.001)
     with pytest.warns(profkit.ProfilerWarning, match="both claim rank 0 of world size 2; give one trace per rank"):

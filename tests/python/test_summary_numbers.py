@@ -334,3 +334,23 @@ def test_model_counts_no_instant_and_no_step_inside_a_step(tmp_path):
     assert (step["Calls"], step["CPU Total"], step["CPU Avg"], step["CPU Min"]) == (2, 2000, 1000, 1000)
     assert (forward["Calls"], forward["CPU Total"], forward["CPU Min"]) == (2, 700, 300)
     assert rows["Others"]["CPU Total"] == 1300
+
+
+def test_cross_rank_counts_the_steps_the_model_summary_counts(tmp_path):
+    # Every event of type ProfileStep read as a step: the range inside
+    # step 0 and the instant mark made 4 steps of 550 ns, for 2 of 1000.
+    from profkit import cross_rank_summary
+
+    result = write_trace(
+        tmp_path / "marks.trace.json",
+        [
+            (1, "ProfileStep#0", "ProfileStep", 0, 1000),
+            (1, "warmup_marker", "ProfileStep", 100, 300),
+            (1, "ProfileStep#1", "ProfileStep", 1000, 2000),
+        ],
+        instants=[(1, "step_mark", "ProfileStep", 1500)],
+    )
+    step = rows_of(result.summary_data(time_unit="ns", views="ModelView")["ModelView"])["ProfileStep"]
+    figures = cross_rank_summary([result]).ranks[0]
+    assert (figures.steps, figures.step_ns) == (step["Calls"], step["CPU Avg"]) == (2, 1000)
+    assert figures.other_ns == 1000  # no communication or computation: the whole step
