@@ -1,5 +1,6 @@
 """profkit.integrations.torch, with both operator recorders: torch.autograd.grad as Backward, Forward events after
-FX tracing outside module calls, and forked children that profile torch themselves."""
+FX tracing outside module calls, forked children that profile torch themselves, and tensors whose sizes cannot be
+read as they are (torch.compile's symbolic sizes, nested tensors)."""
 
 import collections
 
@@ -240,3 +241,49 @@ def test_a_forked_child_that_profiles_records_torch_like_its_parent(pk_torch, ba
         assert names_of_type(events_of(parent), FORWARD) == ["Net.forward"]  # the parent's hooks stay
     assert status == 0
     assert report == f"True {backend} False True ['Net.forward'] ['backward'] 0"
+
+
+# ---- tensors whose sizes cannot be read as they are ---------------------------------------
+def _compile_over_shapes(record):
+    """Graphs torch.compile makes for one small net called with 4 batch sizes, the calls inside a window."""
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(net, backend="aot_eager")
+    with record():
+        for n in range(3, 7):
+            compiled(torch.randn(n, 8)).sum()
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    torch._dynamo.reset()
+    return graphs
+
+
+@pytest.mark.parametrize("option", ["record_shapes", "with_flops"])
+def test_shapes_and_flops_leave_torch_compiles_symbolic_sizes_alone(pk_torch, option, capfd):
+    # Reading a fake tensor's symbolic sizes while torch.compile traces fixed
+    # them: a new graph for every batch size, up to the recompile limit, and
+    # an "INTERNAL ASSERT FAILED" from the callback at every detach.
+    alone = _compile_over_shapes(lambda: profkit.Profiler(on_trace_ready=lambda p: None, timer_only=True))
+    pk_torch.enable(backend="native", **{option: True})
+    profiled = _compile_over_shapes(lambda: profkit.Profiler(on_trace_ready=lambda p: None))
+    assert profiled == alone
+    assert "Exception in RecordFunction callback" not in capfd.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage:UserWarning")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_operator_on_a_nested_tensor_has_no_shapes_and_runs(pk_torch, backend, capfd):
+    # A nested tensor has no sizes: the fallback raised "NestedTensorImpl
+    # doesn't support sizes" into the user's call, and the native hook printed
+    # it with a backtrace at every operator.
+    pk_torch.enable(backend=backend, record_shapes=True)
+    nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    with profkit.Profiler(on_trace_ready=lambda p: None) as prof:
+        nested.sin()
+    result = prof.profiler_result
+    events, args = result.events, result.event_args
+    shapes = [a["value"] for a in args if a["key"] == "input_shapes" and events["name"][a["event"]] == "aten::sin"]
+    # The nested call first; the native hook also sees the one it makes on
+    # the tensors' joint buffer, with that buffer's shape.
+    assert shapes[0] == "[[]]" and shapes[1:] in ([], ["[[18]]"])
+    assert "NestedTensorImpl" not in capfd.readouterr().err

@@ -59,7 +59,15 @@ _OPERATOR = int(TracerEventType.Operator)
 
 def _sizes(value: Any, tensor_type: type) -> str:
     if isinstance(value, tensor_type):
-        return "[" + ", ".join(str(d) for d in value.shape) + "]"
+        # A nested tensor has no sizes (reading them raises), and a tensor
+        # subclass's may fail: "[]", as torch.profiler records them, never an
+        # error in the user's operator call.
+        if value.is_nested:
+            return "[]"
+        try:
+            return "[" + ", ".join(str(d) for d in value.shape) + "]"
+        except Exception:
+            return "[]"
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, tensor_type) for v in value):
         return "[" + ", ".join(_sizes(v, tensor_type) for v in value) + "]"
     return "[]"

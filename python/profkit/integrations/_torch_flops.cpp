@@ -10,11 +10,12 @@ namespace {
 
 using Inputs = c10::ArrayRef<const c10::IValue>;
 
-// The sizes of input `i` when it is a defined tensor.
+// The sizes of input `i` when it is a tensor with sizes to read
+// (has_plain_sizes: not counted while torch.compile traces).
 bool sizes_of(Inputs inputs, size_t i, c10::IntArrayRef* out) {
   if (i >= inputs.size() || !inputs[i].isTensor()) return false;
   const at::Tensor& t = inputs[i].toTensor();
-  if (!t.defined()) return false;
+  if (!has_plain_sizes(t)) return false;
   *out = t.sizes();
   return true;
 }

@@ -28,4 +28,13 @@ namespace profkit_torch {
 // formula here or its inputs are not what the formula needs.
 int64_t operator_flops(const at::RecordFunction& fn) noexcept;
 
+// Whether `t`'s sizes can be read as they are, as torch.profiler reads them
+// (its InputOutputEncoder's test): not for a nested tensor, which has none
+// (sizes() throws), nor for one with symbolic sizes (torch.compile's fake
+// tensors while it traces): reading those fixes them to their current
+// values, and the compiled code then recompiles for every new shape.
+inline bool has_plain_sizes(const at::Tensor& t) {
+  return t.defined() && !t.is_nested() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+}
+
 }  // namespace profkit_torch

@@ -100,9 +100,10 @@ void append_int(std::string& out, int64_t value) {
   out.append(digits, done.ptr);
 }
 
+// "[]" for a tensor without plain sizes, as torch.profiler records it.
 void append_sizes(std::string& out, const at::Tensor& tensor) {
   out += '[';
-  if (tensor.defined()) {
+  if (profkit_torch::has_plain_sizes(tensor)) {
     bool first = true;
     for (const int64_t d : tensor.sizes()) {
       if (!first) out += ", ";
