@@ -14,6 +14,24 @@ thread_local uint32_t t_named_in_window = 0;
 // Named by the program (_C.set_thread_name): never renamed here.
 thread_local bool t_named_by_program = false;
 
+// The thread's tracing flag, which CPython sets while a profile or trace
+// function runs: it calls none for the Python code run meanwhile.
+void enter_untraced(PyThreadState* state) {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyThreadState_EnterTracing(state);
+#else
+  ++state->tracing;
+#endif
+}
+
+void leave_untraced(PyThreadState* state) {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyThreadState_LeaveTracing(state);
+#else
+  --state->tracing;
+#endif
+}
+
 // The name threading gives the calling thread, as UTF-8 (new reference to
 // the str in *name), when it is a thread Python started and not the main
 // thread under its default name; false otherwise. May leave an exception set.
@@ -143,7 +161,15 @@ void name_thread_in_window(uint32_t window) {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
   PyObject* name = nullptr;
-  if (python_thread_name(&name)) {
+  // threading's Python code it runs (main_thread(), a Thread's name) is
+  // profkit's bookkeeping: run untraced, with_stack does not record it as
+  // the program's calls wherever the range begins (under @RecordEvent's
+  // wrapper, whose Python callees it records).
+  PyThreadState* const state = PyThreadState_Get();
+  enter_untraced(state);
+  const bool named = python_thread_name(&name);
+  leave_untraced(state);
+  if (named) {
     Py_ssize_t size = 0;
     PyObject* holder = nullptr;
     const char* utf8 = utf8_replacing_surrogates(name, &size, &holder);  // as every name, U+FFFD for a surrogate

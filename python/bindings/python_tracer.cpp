@@ -23,9 +23,12 @@
 // (a function under @RecordEvent, a dataset read through wrap_dataloader,
 // the PyTorch integration's wrappers) pass it through: they are left out,
 // as are the built-ins they call themselves, but the Python code they call
-// is recorded. Calls open when the tracer started are left out (they began
-// before the window); calls still open when the window closes are recorded
-// up to the close (stop()).
+// is recorded (not what profkit's own built-ins among those call: they are
+// hidden there too). Code of another library's that runs only for profkit
+// (torch's wrapper around the pure-Python operator recorder's dispatch
+// mode) is hidden as profkit's own. Calls open when the tracer started are
+// left out (they began before the window); calls still open when the window
+// closes are recorded up to the close (stop()).
 //
 // Cost: one profile-function call per Python and C call (CPython's own
 // overhead of a profile function, plus a clock read at the call and a clock
@@ -49,7 +52,6 @@
 #include <exception>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -70,7 +72,7 @@ std::string g_own_prefix;  // profkit's package directory, with a trailing separ
 // How a call is treated.
 enum class CallKind : uint8_t {
   kRecorded,     // recorded, as are its callees
-  kHidden,       // profkit's own: not recorded, nor anything it calls
+  kHidden,       // profkit's own, or run only for it: not recorded, nor anything it calls
   kPassThrough,  // profkit's, calling the user's code: not recorded, nor its built-ins; its Python callees are
 };
 
@@ -104,7 +106,10 @@ using ThreadTracers = PerThread<ThreadTracer>;
 // cache past kMaxCached entries (code made by exec in a loop) starts over.
 constexpr size_t kMaxCached = 1 << 16;
 std::unordered_map<PyObject*, CodeInfo> g_codes;  // code object -> how its calls are treated
-std::unordered_set<PyObject*> g_pass_through;     // code objects of profkit's that call the user's code
+// Code objects whose treatment profkit says (kPassThrough: profkit's that call
+// the user's code; kHidden: another library's that run only for profkit),
+// not their file.
+std::unordered_map<PyObject*, CallKind> g_marked;
 struct BuiltinKey {
   const PyMethodDef* method;
   PyObject* self_type;  // the bound object's type, or nullptr for a module function
@@ -152,8 +157,8 @@ void forget_builtins() {
 void release_caches() {
   forget_codes();
   forget_builtins();
-  for (PyObject* code : g_pass_through) Py_DECREF(code);
-  g_pass_through.clear();
+  for (auto& entry : g_marked) Py_DECREF(entry.first);
+  g_marked.clear();
 }
 
 // UTF-8 of a str object ("?" for anything else). A lone surrogate (a file
@@ -189,8 +194,9 @@ CodeInfo code_info(PyCodeObject* code) {
   if (g_codes.size() >= kMaxCached) forget_codes();
   const std::string file = utf8_of(code->co_filename);
   CodeInfo info{0, CallKind::kRecorded};
-  if (g_pass_through.count(key) != 0) {
-    info.kind = CallKind::kPassThrough;
+  const auto marked = g_marked.find(key);
+  if (marked != g_marked.end()) {
+    info.kind = marked->second;
   } else if (!g_own_prefix.empty() && file.compare(0, g_own_prefix.size(), g_own_prefix) == 0) {
     info.kind = CallKind::kHidden;
   } else {
@@ -283,9 +289,13 @@ void on_call(ThreadTracer& t, PyFrameObject* frame, bool builtin, PyObject* func
     // Inside profkit's own code: nothing is recorded.
   } else if (builtin) {
     // A pass-through function's own built-ins are its machinery; they pass
-    // through too, so that what they call (next() into a dataset) is recorded.
-    name = inherited == CallKind::kPassThrough ? 0 : builtin_name(function);
-    kind = inherited == CallKind::kPassThrough || name != 0 ? inherited : CallKind::kHidden;
+    // through too, so that what they call (next() into a dataset) is
+    // recorded. But profkit's own built-ins are hidden there as anywhere:
+    // what they call is profkit's bookkeeping (RecordEvent.begin() naming
+    // the thread through threading), not the user's code.
+    name = builtin_name(function);
+    kind = name == 0 ? CallKind::kHidden : inherited;
+    if (inherited == CallKind::kPassThrough) name = 0;
   } else {
     PyCodeObject* code = PyFrame_GetCode(frame);
     const CodeInfo info = code_info(code);
@@ -395,21 +405,45 @@ void set_profile_of(PyThreadState* state, Py_tracefunc function) {
   PyThreadState_Swap(own);
 }
 
-// python_tracer_start(own_prefix, pass_through): traces the calls of this
-// thread and of every other thread of the interpreter from now on (threads
-// started later: adopt()). Returns (whether this thread is traced, how
+// Takes `code`'s treatment from profkit: its calls are `kind`. Any treatment
+// cached before (hidden or recorded, by its file) goes.
+void mark(PyObject* code, CallKind kind) {
+  const auto [marked, added] = g_marked.emplace(code, kind);
+  if (!added) {
+    marked->second = kind;
+  } else {
+    Py_INCREF(code);
+  }
+  CodeSlot& slot = g_code_slots[slot_of(code)];
+  if (slot.code == code) slot = CodeSlot{};
+  const auto cached = g_codes.find(code);
+  if (cached != g_codes.end()) {
+    g_codes.erase(cached);
+    Py_DECREF(code);
+  }
+}
+
+void mark_all(const py::iterable& codes, CallKind kind, const char* what) {
+  for (const py::handle code : codes) {
+    if (!PyCode_Check(code.ptr()))
+      throw py::type_error(std::string("python_tracer_start: ") + what + " holds code objects only");
+    mark(code.ptr(), kind);
+  }
+}
+
+// python_tracer_start(own_prefix, pass_through, hidden): traces the calls of
+// this thread and of every other thread of the interpreter from now on
+// (threads started later: adopt()). Returns (whether this thread is traced, how
 // many other threads are not): a thread with another profile function set
 // (cProfile, a profiler of another tool) keeps it and is not traced; if this
 // thread has one, nothing is.
-py::tuple start(const std::string& own_prefix, const py::iterable& pass_through) {
+py::tuple start(const std::string& own_prefix, const py::iterable& pass_through, const py::iterable& hidden) {
   PyThreadState* const own = PyThreadState_Get();
   if (has_other_profiler(own)) return py::make_tuple(false, 0);
   release_caches();
   g_own_prefix = own_prefix;
-  for (const py::handle code : pass_through) {
-    if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_start: pass_through holds code objects only");
-    if (g_pass_through.insert(code.ptr()).second) Py_INCREF(code.ptr());
-  }
+  mark_all(pass_through, CallKind::kPassThrough, "pass_through");
+  mark_all(hidden, CallKind::kHidden, "hidden");
   g_threads_out_of_memory = 0;
   g_active.store(++g_last_generation, std::memory_order_relaxed);
   PyEval_SetProfile(on_call_event, nullptr);
@@ -487,34 +521,28 @@ py::tuple stop() {
   return py::make_tuple(out_of_memory, replaced);
 }
 
-// python_tracer_pass_through(code): a code object of profkit's that calls
-// the user's code, made while tracing (a wrapper made as the window opened,
-// after start() took the others): treated as start()'s pass_through.
-void add_pass_through(const py::handle code) {
+// python_tracer_pass_through(code, hidden): a code object of profkit's that
+// calls the user's code, made while tracing (a wrapper made as the window
+// opened, after start() took the others): treated as start()'s pass_through;
+// with hidden, one that runs only for profkit, as start()'s hidden.
+void add_marked(const py::handle code, bool hidden) {
   if (!PyCode_Check(code.ptr())) throw py::type_error("python_tracer_pass_through: expected a code object");
-  if (!g_pass_through.insert(code.ptr()).second) return;
-  Py_INCREF(code.ptr());
-  // Any treatment cached before it was known (hidden, as profkit's) goes.
-  CodeSlot& slot = g_code_slots[slot_of(code.ptr())];
-  if (slot.code == code.ptr()) slot = CodeSlot{};
-  const auto cached = g_codes.find(code.ptr());
-  if (cached != g_codes.end()) {
-    g_codes.erase(cached);
-    Py_DECREF(code.ptr());
-  }
+  mark(code.ptr(), hidden ? CallKind::kHidden : CallKind::kPassThrough);
 }
 
 }  // namespace
 
 void bind_python_tracer(py::module_& m) {
-  m.def("python_tracer_start", &start, py::arg("own_prefix"), py::arg("pass_through"),
+  m.def("python_tracer_start", &start, py::arg("own_prefix"), py::arg("pass_through"), py::arg("hidden") = py::tuple(),
         "Traces the Python and built-in calls of every thread as PythonOp events (with_stack); returns "
         "(whether this thread is traced, how many other threads keep another profile function). "
         "own_prefix: profkit's package directory, whose code is left out; pass_through: code objects "
-        "of profkit's that call the user's code, whose Python callees are recorded.");
-  m.def("python_tracer_pass_through", &add_pass_through, py::arg("code"),
+        "of profkit's that call the user's code, whose Python callees are recorded; hidden: code objects of "
+        "another library's that run only for profkit, left out as profkit's own.");
+  m.def("python_tracer_pass_through", &add_marked, py::arg("code"), py::arg("hidden") = false,
         "While tracing: a code object of profkit's, made since python_tracer_start, that calls the user's code "
-        "(its Python callees are recorded), as python_tracer_start's pass_through.");
+        "(its Python callees are recorded), as python_tracer_start's pass_through; with hidden=True, one of "
+        "another library's that runs only for profkit, as python_tracer_start's hidden.");
   m.def("python_tracer_adopt", &adopt, py::arg("frame"),
         "From a thread started while tracing, in its threading profile hook: traces this thread from the "
         "call of `frame` on (or, when tracing is over, removes the hook).");

@@ -56,10 +56,14 @@ def step_end(num_samples: int = 0) -> None:
 def current_step() -> int: ...
 
 # ---- with_stack's Python call tracer -----------------------------------------
-def python_tracer_start(own_prefix: str, pass_through: Iterable[CodeType]) -> Tuple[bool, int]:
-    """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not)."""
-def python_tracer_pass_through(code: CodeType) -> None:
-    """While tracing: profkit code made since python_tracer_start that calls the user's code (callees recorded)."""
+def python_tracer_start(
+    own_prefix: str, pass_through: Iterable[CodeType], hidden: Iterable[CodeType] = ()
+) -> Tuple[bool, int]:
+    """Traces every thread's Python and built-in calls as PythonOp events; (this thread traced, other threads not).
+    `hidden`: other code left out with its callees, as profkit's own."""
+def python_tracer_pass_through(code: CodeType, hidden: bool = False) -> None:
+    """While tracing: profkit code made since python_tracer_start that calls the user's code (callees recorded);
+    with hidden=True, code left out with its callees instead."""
 def python_tracer_adopt(frame: FrameType) -> None:
     """In a new thread's threading profile hook: traces the thread from `frame`'s call on."""
 def python_tracer_stop() -> Tuple[int, bool]:

@@ -22,7 +22,7 @@ Thread-safety: called with the GIL held, on the Profiler's thread.
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Optional, Set, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, TypeVar
 
 from . import _C, _window_listeners
 from ._enums import ProfilerState
@@ -31,12 +31,15 @@ from ._warnings import warn_at_caller
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
 
-__all__ = ["install", "calls_user_code"]
+__all__ = ["install", "asked_by_profkit", "calls_user_code", "runs_for_profkit"]
 
 # The calls of profkit's own code (and all they call) are left out...
 _OWN_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # ...but for these functions', which call the user's code: it is recorded.
 _PASS_THROUGH: Set[Any] = set()  # code objects
+# Other libraries' functions that run only for profkit: left out as its own.
+# By identity: a copy of a code object (code.replace()) equals it.
+_HIDDEN: Dict[int, Any] = {}  # id -> code object
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +52,33 @@ def calls_user_code(function: F) -> F:
     if _tracing:  # made in a window (a wrapper made as it opened): the tracer learns of it now
         _C.python_tracer_pass_through(function.__code__)
     return function
+
+
+def runs_for_profkit(function: F) -> F:
+    """Marks another library's function that runs only because of profkit
+    (torch's wrapper around the pure-Python operator recorder's dispatch
+    mode): with_stack leaves its calls out with all they call, as profkit's
+    own. The tracer knows functions by code object: every function made from
+    the same ``def`` (a closure's siblings) is left out too, unless the
+    caller gave this one a copy of its own (``code.replace()``). Returns the
+    function unchanged."""
+    _HIDDEN[id(function.__code__)] = function.__code__
+    if _tracing:
+        _C.python_tracer_pass_through(function.__code__, hidden=True)
+    return function
+
+
+def asked_by_profkit(check: Callable[[], bool]) -> Callable[[], bool]:
+    """``check`` (torch.compiler.is_compiling) called from a function of
+    profkit's own: with_stack leaves its Python calls out, as profkit's
+    bookkeeping. Asked straight from a wrapper that records the user's code
+    under it (``calls_user_code``), they showed as the program's calls
+    before every module call or collective."""
+
+    def asked() -> bool:
+        return check()
+
+    return asked
 
 
 _tracing = False  # the tracer is on (python_tracer_start succeeded on the Profiler's thread)
@@ -72,7 +102,7 @@ def _on_window(profiler: Optional["Profiler"], state: ProfilerState) -> None:
     global _tracing
     wanted = profiler is not None and profiler.with_stack and state.is_recording
     if wanted and not _tracing:
-        _tracing, others_not_traced = _C.python_tracer_start(_OWN_PREFIX, tuple(_PASS_THROUGH))
+        _tracing, others_not_traced = _C.python_tracer_start(_OWN_PREFIX, tuple(_PASS_THROUGH), tuple(_HIDDEN.values()))
         if not _tracing:
             warn_at_caller(
                 "profkit: with_stack records no Python calls in this window: another profile function "

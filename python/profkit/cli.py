@@ -33,7 +33,7 @@ from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 from ._enums import SortedKeys, SummaryView
 from ._gzip_files import is_gzip_name, without_gzip_suffix
 from ._output_files import check_directory
-from ._summary import TIME_UNITS, SummaryOptions, summary_data, summary_text
+from ._summary import _STACK_FRAMES_MAX, TIME_UNITS, SummaryOptions, summary_data, summary_text
 from .export_callbacks import CHROME_SUFFIX, PKTRACE_SUFFIX
 from .result import STACKS_METRICS
 
@@ -74,6 +74,19 @@ def _positive_int(text: str) -> int:
         value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def _stack_frames(text: str) -> int:
+    """--group-by-stack-n: 1 to summary()'s most, checked by argparse, before
+    the file loads (summary() refused a larger N only after loading it, an
+    exit status 1, the one for a file that cannot be read)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= _STACK_FRAMES_MAX:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {_STACK_FRAMES_MAX}, got {text!r}")
     return value
 
 
@@ -150,7 +163,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     summary.add_argument(
         "--group-by-stack-n",
-        type=_positive_int,
+        type=_stack_frames,
         metavar="N",
         help="one operator row per source location: the innermost N Python frames around it (with_stack=True)",
     )

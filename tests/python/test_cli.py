@@ -156,11 +156,20 @@ def test_summary_views_comma_separated_or_repeated_before_or_after_the_file(trac
         (["--row-limit", "0"], "must be a positive whole number, got '0'"),
         (["--row-limit", "-3"], "must be a positive whole number"),
         (["--row-limit", "x"], "must be a positive whole number"),
+        (["--group-by-stack-n", "256"], "argument --group-by-stack-n: must be a whole number from 1 to 255, got '256'"),
+        (["--group-by-stack-n", "0"], "must be a whole number from 1 to 255, got '0'"),
     ],
 )
 def test_summary_bad_options_are_command_line_errors(trace, args, message):
     status, out, err = run("summary", trace, *args)
     assert status == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_a_stack_depth_past_the_deepest_is_refused_before_the_file_is_read(tmp_path):
+    # summary() refused it after the whole trace loaded, with exit status 1,
+    # which says the file could not be read.
+    status, out, err = run("summary", str(tmp_path / "absent.pktrace"), "--group-by-stack-n", "300")
+    assert status == 2 and out == "" and "--group-by-stack-n: must be a whole number from 1 to 255" in err
 
 
 def test_summary_json_prints_the_tables_rows(trace, capsys):

@@ -389,3 +389,17 @@ def test_point_to_point_calls_between_two_processes(tmp_path):
         assert by_name.get("broadcast") == ([{**one, "group_size": 1, "peer": 1, "async_op": 0}] if rank == 1 else None)
         # gloo's send/recv works have no future: no in-flight events, and (above all) no hang.
         assert not [name for name in by_name if name.endswith("(in flight)")]
+
+
+def test_with_stack_records_the_programs_calls_around_a_collective_not_profkits_checks(group):
+    # The wrapper asked torch.compiler.is_compiling (and what it calls)
+    # straight from code that records the user's calls under it: every
+    # collective showed them as the program's calls.
+    def my_step():
+        dist.all_reduce(t())
+
+    with Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+        my_step()
+    names = [str(n) for n in prof.profiler_result.events["name"]]
+    assert any("my_step" in n for n in names) and "all_reduce" in names
+    assert not [n for n in names if "compiling" in n], names

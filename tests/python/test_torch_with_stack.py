@@ -1,5 +1,6 @@
 """with_stack with the PyTorch integration: operators nest under the Python code that ran them."""
 
+import inspect
 import sys
 
 import pytest
@@ -101,3 +102,94 @@ def test_the_first_window_records_the_users_calls_inside_modules(pk_torch, backe
     names = set(prof.profiler_result.events["name"])
     assert {frame_name(CallsAHelper.forward), frame_name(helper_called_by_forward)} <= names
 
+
+
+def python_op_names(result):
+    events = result.events
+    return set(events[events["type"] == int(TracerEventType.PythonOp)]["name"])
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_each_operator_sits_right_under_the_users_builtin_call(pk_torch, backend):
+    # The fallback's dispatch mode has torch call Python for every operator:
+    # find_torch_dispatch_rule, then the mode's __torch_dispatch__ through
+    # the wrappers that keep Dynamo out of it (_compile.py's inner,
+    # eval_frame.py's _fn). Recorded, they were every operator's innermost
+    # frames: its Source Location eval_frame.py's _fn, not Linear.forward.
+    with pk_torch.enable(backend=backend):
+        model = nn.Linear(4, 2)
+        with profkit.Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+            model(torch.randn(3, 4)).relu().sum()
+    result = prof.profiler_result
+    events = result.events
+    operator, python_op = int(TracerEventType.Operator), int(TracerEventType.PythonOp)
+    operators = [i for i, e in enumerate(events) if e["type"] == operator]
+    assert len(operators) >= 3
+    for index in operators:
+        caller = events[index]["parent"]
+        while events[caller]["type"] == operator:  # the native hook nests aten::addmm in aten::linear
+            caller = events[caller]["parent"]
+        assert events[caller]["type"] == python_op and events[caller]["name"].startswith("<built-in "), (
+            events[index]["name"],
+            ancestors(result, index),
+        )
+    plumbing = ("_compile.py", "eval_frame.py", "simple_registry.py", "_python_dispatch.py")
+    assert not [n for n in python_op_names(result) if any(part in n for part in plumbing)]
+    table = result.summary_data(views=profkit.SummaryView.OperatorView, group_by_stack_n=1, op_detail=False)
+    rows = table["OperatorView"]
+    location = rows.columns.index("Source Location")
+    forward = nn.Linear.forward.__code__
+    qualname = "Linear.forward" if sys.version_info >= (3, 11) else "forward"
+    assert {row[location] for row in rows.rows if row[0] == "aten::addmm"} == {
+        f"linear.py({forward.co_firstlineno}): {qualname}"
+    }
+
+
+def test_the_fallback_leaves_torchs_same_wrapper_of_other_functions_recorded(pk_torch):
+    # The dispatch mode's wrapper shares its code with every function torch
+    # wraps alike (Optimizer.zero_grad): only the mode's is left out.
+    with pk_torch.enable(backend="python"):
+        optimizer = torch.optim.SGD(nn.Linear(4, 2).parameters(), lr=0.1)
+        with profkit.Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+            optimizer.zero_grad()
+    names = python_op_names(prof.profiler_result)
+    zero_grad = torch.optim.Optimizer.zero_grad
+    assert {frame_name(zero_grad), frame_name(inspect.unwrap(zero_grad))} <= names
+
+
+def asks_whether_compiling():
+    return torch.compiler.is_compiling()
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_profkits_own_is_compiling_checks_are_left_out_and_the_programs_recorded(pk_torch, backend):
+    # The hooks ask torch.compiler.is_compiling() to keep out of
+    # torch.compile's tracing: the fallback before each module call, the
+    # native hook in backward(). Asked from where the user's calls are
+    # recorded, they showed as the program's (under Tensor.backward).
+    with pk_torch.enable(backend=backend):
+        model = nn.Linear(4, 2)
+        with profkit.Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+            model(torch.ones(3, 4)).sum().backward()
+            asks_whether_compiling()
+    result = prof.profiler_result
+    events = result.events
+    checks = [i for i, e in enumerate(events) if e["name"] == frame_name(torch.compiler.is_compiling)]
+    assert [ancestors(result, i)[0] for i in checks] == [frame_name(asks_whether_compiling)]
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_the_optimizers_step_code_is_recorded_under_the_users_call(pk_torch, backend):
+    # The fallback wraps every optimizer class's step (to end its range when
+    # it raises); that wrapper read as profkit's own, so none of the step's
+    # code was recorded and its operators sat right under the Optimization range.
+    with pk_torch.enable(backend=backend):
+        model = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(3, 4)).sum().backward()
+        with profkit.Profiler(on_trace_ready=lambda p: None, with_stack=True) as prof:
+            optimizer.step()
+    result = prof.profiler_result
+    assert frame_name(inspect.unwrap(torch.optim.SGD.step)) in python_op_names(result)
+    updates = [i for i, e in enumerate(result.events) if e["name"] == "aten::add_"]
+    assert updates and all(ancestors(result, i)[0].startswith("<built-in method add_") for i in updates)

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import profkit
-from profkit import ProfilerWarning, RecordEvent, TracerEventType, _python_stacks, cli
+from profkit import ProfilerWarning, RecordEvent, TracerEventType, _C, _python_stacks, cli
 
 from clock_helpers import CLOCKS, run_on_clock
 
@@ -177,6 +177,48 @@ def test_the_users_code_that_profkit_calls_is_recorded_and_profkits_wrapper_is_n
     assert {parent_name(result, i) for i in items} == {"Dataloader"}
     names = set(python_ops(result)["name"])
     assert not [n for n in names if PROFKIT_DIR in n], names
+
+
+def test_naming_the_thread_for_a_decorated_functions_range_is_not_recorded_as_the_programs_calls():
+    # The decorator's range is the first thing the window records on this
+    # thread (this test began before the window: its own calls are not
+    # recorded), so its begin() names the thread's lanes, through threading's
+    # Python code (main_thread(), Thread.name), run from under the wrapper
+    # whose Python callees are recorded: they showed as the program's calls.
+    prof = profkit.Profiler(on_trace_ready=lambda p: None, timer_only=False, with_stack=True)
+    prof.start()
+    decorated()
+    prof.stop()
+    names = set(python_ops(prof.profiler_result)["name"])
+    assert frame_name(decorated.__wrapped__) in names
+    assert not [n for n in names if n.startswith(threading.__file__)], names
+
+
+class EventTypeObject:
+    """An event type given as an object: profkit's binding reads it through this Python method."""
+
+    def __index__(self):
+        return int(TracerEventType.UserDefined)
+
+
+@_python_stacks.calls_user_code
+def wrapper_of_profkits():
+    # As profkit's wrappers (marked the same way): its built-in calls are its
+    # machinery, its Python callees the user's code.
+    _C.begin_event(_C.intern("typed by an object"), EventTypeObject())
+    _C.end_event()
+    return leaf(3)
+
+
+def test_what_profkits_own_builtins_call_is_left_out_under_a_pass_through_function_too():
+    result = record(lambda prof: wrapper_of_profkits(), with_stack=True)
+    names = set(python_ops(result)["name"])
+    assert frame_name(leaf) in names
+    assert frame_name(wrapper_of_profkits) not in names
+    # begin_event's own call of __index__ is profkit's bookkeeping, as it is
+    # under the user's code; it was recorded here, its built-in passed through.
+    assert frame_name(EventTypeObject.__index__) not in names
+    assert len(indices_named(result, "typed by an object")) == 1
 
 
 def test_without_with_stack_no_python_calls_are_recorded():

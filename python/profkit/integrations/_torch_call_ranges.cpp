@@ -77,8 +77,25 @@ bool mode_active(PyObject* key) {
   return active;
 }
 
+// Asks is_compiling() with the thread's tracing flag set, as CPython sets it
+// while a profile function runs: with_stack's tracer would record its Python
+// calls (is_compiling, is_scripting) as the program's, under Tensor.backward.
+PyObject* ask_untraced(PyObject* function) {
+  PyThreadState* const state = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030B0000
+  PyThreadState_EnterTracing(state);
+  PyObject* answer = ask(function);
+  PyThreadState_LeaveTracing(state);
+#else
+  ++state->tracing;
+  PyObject* answer = ask(function);
+  --state->tracing;
+#endif
+  return answer;
+}
+
 bool compiling() {
-  PyObject* answer = ask(g_is_compiling);
+  PyObject* answer = ask_untraced(g_is_compiling);
   const bool yes = answer == Py_True;
   Py_XDECREF(answer);
   return yes || mode_active(g_fake_mode_key) || mode_active(g_proxy_mode_key);

@@ -45,11 +45,12 @@ thread's stack, inert, until a window opens or closes there again.
 
 import importlib
 import threading
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _C
 from .._enums import TracerEventType
+from .._python_stacks import runs_for_profkit
 from .._warnings import warn_at_caller
 
 __all__ = ["OperatorRecorder", "format_shapes", "schema_inputs"]
@@ -154,6 +155,36 @@ class _ModeStack:
                 self._push(mode)
 
 
+def _hide_dispatch_plumbing(mode_class: type) -> None:
+    """with_stack: leaves out the Python calls torch makes only because the mode is pushed.
+
+    For every operator, torch's dispatcher asks find_torch_dispatch_rule
+    whether the mode's class has a rule for it, then calls the mode's
+    __torch_dispatch__ through the wrapper that keeps Dynamo out of it
+    (torch._compile._disable_dynamo's ``inner``, then eval_frame's ``_fn``).
+    Recorded, they were the innermost frames of every operator (its Source
+    Location ``eval_frame.py(...): DisableContext.__call__.<locals>._fn``)
+    where the native hook, which needs none of them, has the user's code.
+    Left out, each with all it calls (our __torch_dispatch__ is left out as
+    profkit's own anyway), the operators sit right under the user's built-in
+    call. The wrapper's code object is that of every function torch wraps
+    the same way (Optimizer.zero_grad, other modes' __torch_dispatch__),
+    which stay recorded: ours gets a copy of its own. find_torch_dispatch_rule
+    has one function for every mode: the dispatcher's asking it for another
+    mode pushed with ours (a user's, torch.compile's) is left out too.
+    """
+    entry = mode_class.__dict__.get("__torch_dispatch__")
+    if isinstance(entry, FunctionType) and getattr(entry, "__wrapped__", None) is not None:
+        entry.__code__ = entry.__code__.replace()
+        runs_for_profkit(entry)
+    try:
+        find_rule = importlib.import_module("torch._library.simple_registry").find_torch_dispatch_rule
+    except (ImportError, AttributeError):  # an older torch: its dispatcher asks no rule
+        return
+    if isinstance(find_rule, FunctionType):
+        runs_for_profkit(find_rule)
+
+
 def _flop_formulas() -> Dict[Any, Callable[..., int]]:
     """torch.utils.flop_counter's formulas by operator packet ({} where this
     torch has none): each takes an operator's arguments and ``out_val``."""
@@ -251,6 +282,7 @@ class OperatorRecorder:
                 finally:
                     end()
 
+        _hide_dispatch_plumbing(ProfkitOperatorMode)
         self._mode_class = ProfkitOperatorMode
         self._stack = _ModeStack()
         self._modes: Dict[int, Any] = {}  # thread ident -> our mode on that thread's stack

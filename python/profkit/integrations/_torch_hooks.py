@@ -54,7 +54,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .. import _C
 from .._C import RecordEvent
 from .._enums import TracerEventType
-from .._python_stacks import calls_user_code
+from .._python_stacks import asked_by_profkit, calls_user_code
 from ..dataloader import DataloaderRange
 
 __all__ = ["PythonHooks", "put_back"]
@@ -178,7 +178,7 @@ class PythonHooks:
         local = self._local
         forward_name = self._forward_names
 
-        is_compiling = self._torch.compiler.is_compiling
+        is_compiling = asked_by_profkit(self._torch.compiler.is_compiling)
         graph_task_id = self._torch._C._current_graph_task_id
         data_loading_depth = _C.data_loading_depth
 
@@ -371,10 +371,14 @@ class PythonHooks:
         """Wraps torch's hooked step of every optimizer class, those hooked
         later too, so that a step that raises ends the range its pre hook
         began: torch skips the post hook then."""
-        is_compiling = self._torch.compiler.is_compiling
+        is_compiling = asked_by_profkit(self._torch.compiler.is_compiling)
 
         def ending_on_error(step: Callable[..., Any]) -> Callable[..., Any]:
+            # calls_user_code: with_stack records the optimizer's step under
+            # it, as with the native hook (left out as profkit's own, its
+            # operators sat right under the Optimization range).
             @functools.wraps(step)
+            @calls_user_code
             def step_wrapper(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
                 if is_compiling():  # as the Forward wrapper: Dynamo sees torch's step
                     return step(optimizer, *args, **kwargs)
@@ -452,7 +456,7 @@ def _compiler_tracing(torch: ModuleType) -> Callable[[], bool]:
     get_mode = getattr(torch._C, "_get_dispatch_mode", None)
     keys = getattr(torch._C, "_TorchDispatchModeKey", None)
     if get_mode is None or keys is None:  # an older torch
-        return is_compiling
+        return asked_by_profkit(is_compiling)
     fake, proxy = keys.FAKE, keys.PROXY
 
     def compiler_tracing() -> bool:
