@@ -35,7 +35,8 @@ std::optional<uint64_t> parse_us(const std::string& text) {
 
 std::string thread_name_from_lane(const std::string& label, uint64_t tid) {
   std::string name = label;
-  for (const char* lane : {" (Python) [", " (C++) [", " (Python, overlapping) [", " (C++, overlapping) ["}) {
+  for (const char* lane :
+       {" (Python) [", " (C++) [", " (Python, overlapping) [", " (C++, overlapping) [", " (overlapping 2) ["}) {
     const std::string suffix = lane + std::to_string(tid) + "]";
     if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       name.resize(name.size() - suffix.size());

@@ -25,6 +25,10 @@ namespace profkit {
 
 namespace {
 
+// A host event's lanes: its layer's own, that one's overlap lane, and the
+// thread's second overlap lane (chrome_trace.h).
+constexpr uint8_t kHostOverlapLevels = 2;
+
 // GPU processes of an OS pid (below 2^22) stay below 2^32 for every device
 // (see kStridedDeviceCount), and apart from the host's pids.
 constexpr uint64_t kMaxOsPid = (1ull << 22) - 1;
@@ -237,32 +241,67 @@ class ChromeTraceWriter {
     put(std::string_view(tmp, static_cast<size_t>(n)));
   }
 
-  static uint64_t host_lane(uint64_t tid, uint32_t type, bool crossing = false) {
-    return tid + (is_python_layer(type) ? 0 : kCppLaneOffset) + (crossing ? kOverlapLaneOffset : 0);
+  // A host event's lane (see kOverlapLaneOffset): its layer's own lane at
+  // overlap level 0, that lane's overlap lane at 1, the thread's second
+  // overlap lane (both layers') at 2.
+  static uint64_t host_lane(uint64_t tid, uint32_t type, uint8_t level = 0) {
+    if (level >= kHostOverlapLevels) return tid + kSecondOverlapLaneOffset;
+    return tid + (is_python_layer(type) ? 0 : kCppLaneOffset) + (level == 1 ? kOverlapLaneOffset : 0);
   }
-  bool is_crossing(uint64_t event) const { return std::binary_search(crossing_.begin(), crossing_.end(), event); }
+  uint8_t overlap_level(uint64_t event) const {
+    const auto it = std::lower_bound(crossing_.begin(), crossing_.end(), std::pair<uint64_t, uint8_t>{event, 0});
+    return it != crossing_.end() && it->first == event ? it->second : 0;
+  }
 
-  // Host events that outlive an enclosing event of their lane (see
-  // kOverlapLaneOffset), into crossing_. Events of a thread are in start
-  // order, enclosing first, so a stack of open ends per lane finds them.
+  // Per lane of a thread, a stack of the ends of its open slices: the
+  // Python lane, the C++ lane, their overlap lanes, the second overlap lane.
+  using HostLaneStacks = std::array<std::vector<uint64_t>, 5>;
+
+  // Host events that outlive an enclosing event of their lane, into
+  // crossing_ with their overlap level (see kOverlapLaneOffset). Events of
+  // a thread are in start order, enclosing first, so a stack of open ends
+  // per lane finds them.
   void find_crossing_events() {
-    std::vector<uint64_t> open_ends[2];  // Python lane, C++ lane
+    HostLaneStacks open_ends;
     for (const ThreadRecord& th : r_.threads) {
-      open_ends[0].clear();
-      open_ends[1].clear();
+      for (std::vector<uint64_t>& ends : open_ends) ends.clear();
       for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
         const pk_host_event& e = r_.host_events[i];
         if ((e.flags & PK_HOST_EVENT_INSTANT) != 0) continue;
-        std::vector<uint64_t>& ends = open_ends[is_python_layer(e.type) ? 0 : 1];
+        const size_t layer = is_python_layer(e.type) ? 0 : 1;
+        std::vector<uint64_t>& ends = open_ends[layer];
         while (!ends.empty() && ends.back() <= e.start_ns) ends.pop_back();
         if (!ends.empty() && ends.back() < e.end_ns) {
-          crossing_.push_back(i);
+          crossing_.push_back({i, place_on_overlap_lane(open_ends, layer, e)});
           continue;
         }
         ends.push_back(e.end_ns);
       }
     }
   }
+
+  // The overlap level of an event that crosses one on its layer's lane: the
+  // first overlap lane where it nests in what is open there (as
+  // assign_device_lanes places GPU work), its layer's, then the second one.
+  static uint8_t place_on_overlap_lane(HostLaneStacks& open_ends, size_t layer, const pk_host_event& e) {
+    const std::array<size_t, kHostOverlapLevels> lanes = {layer + 2, 4};
+    uint8_t level = kHostOverlapLevels;
+    for (uint8_t l = 1; l <= kHostOverlapLevels; ++l) {
+      std::vector<uint64_t>& ends = open_ends[lanes[l - 1]];
+      while (!ends.empty() && ends.back() <= e.start_ns) ends.pop_back();
+      if (ends.empty() || e.end_ns <= ends.back()) {
+        level = l;
+        break;
+      }
+    }
+    // Past the second overlap lane it overlaps there anyway; the stack stays
+    // one of nested ends.
+    std::vector<uint64_t>& ends = open_ends[lanes[level - 1]];
+    while (!ends.empty() && ends.back() < e.end_ns) ends.pop_back();
+    ends.push_back(e.end_ns);
+    return level;
+  }
+
   // GPU d's process (kStridedDeviceCount says why past it).
   uint64_t device_pid(uint32_t device) const {
     constexpr uint32_t n = kStridedDeviceCount;
@@ -361,21 +400,29 @@ class ChromeTraceWriter {
       }
       bool python_overlaps = false;
       bool cpp_overlaps = false;
-      for (auto it = std::lower_bound(crossing_.begin(), crossing_.end(), th.first_event);
-           it != crossing_.end() && *it < th.first_event + th.event_count; ++it) {
-        (is_python_layer(r_.host_events[*it].type) ? python_overlaps : cpp_overlaps) = true;
+      bool second_overlaps = false;
+      const auto first =
+          std::lower_bound(crossing_.begin(), crossing_.end(), std::pair<uint64_t, uint8_t>{th.first_event, 0});
+      for (auto it = first; it != crossing_.end() && it->first < th.first_event + th.event_count; ++it) {
+        const bool python = is_python_layer(r_.host_events[it->first].type);
+        (it->second > 1 ? second_overlaps : python ? python_overlaps : cpp_overlaps) = true;
       }
-      // Per thread: Python lane, its overlap lane, C++ lane, its overlap lane.
+      // Per thread: Python lane, its overlap lane, C++ lane, its overlap
+      // lane, the second overlap lane.
       auto lane_metadata = [&](uint64_t lane, const char* what, size_t position) {
         meta_event("thread_name", pid_, lane, "name",
                    json_quoted(base + " (" + what + ") [" + std::to_string(th.tid) + "]"));
-        meta_event("thread_sort_index", pid_, lane, "sort_index", std::to_string(4 * t + position));
+        meta_event("thread_sort_index", pid_, lane, "sort_index", std::to_string(5 * t + position));
       };
+      // Named first: load takes a thread's name from the last of its lanes'
+      // names, with the lane's suffix cut off, and readers before this lane
+      // (C ABI 1.26) know no suffix for it. Its own lane's name comes after
+      // (an event reaches this lane only by crossing one on its layer's lane).
+      if (second_overlaps) lane_metadata(th.tid + kSecondOverlapLaneOffset, "overlapping 2", 4);
       if (has_python) lane_metadata(host_lane(th.tid, PK_EVENT_PYTHON_USER_DEFINED), "Python", 0);
-      if (python_overlaps)
-        lane_metadata(host_lane(th.tid, PK_EVENT_PYTHON_USER_DEFINED, true), "Python, overlapping", 1);
+      if (python_overlaps) lane_metadata(host_lane(th.tid, PK_EVENT_PYTHON_USER_DEFINED, 1), "Python, overlapping", 1);
       if (has_cpp) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED), "C++", 2);
-      if (cpp_overlaps) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED, true), "C++, overlapping", 3);
+      if (cpp_overlaps) lane_metadata(host_lane(th.tid, PK_EVENT_USER_DEFINED, 1), "C++, overlapping", 3);
     }
     std::set<std::tuple<uint32_t, uint32_t, uint8_t>> lanes;  // (device, stream, overlap level)
     for (size_t i = 0; i < r_.device_events.size(); ++i) {
@@ -435,13 +482,13 @@ class ChromeTraceWriter {
         const pk_host_event& e = r_.host_events[i];
         while (arg != args_end && arg->event < i) ++arg;
         while (launch != launches_.cend() && launch->first < i) ++launch;
-        while (crossing != crossing_.cend() && *crossing < i) ++crossing;
+        while (crossing != crossing_.cend() && crossing->first < i) ++crossing;
         const bool has_args = arg != args_end && arg->event == i;
         const bool launched = launch != launches_.cend() && launch->first == i;
         const bool instant = (e.flags & PK_HOST_EVENT_INSTANT) != 0;
-        const bool crosses = crossing != crossing_.cend() && *crossing == i;
-        if (instant || has_args || launched || crosses || options_.label_durations) {
-          write_host_event_slow(e, th, arg, args_end, instant, crosses, launched ? launch->second : kNoCorrelation);
+        const uint8_t level = crossing != crossing_.cend() && crossing->first == i ? crossing->second : 0;
+        if (instant || has_args || launched || level > 0 || options_.label_durations) {
+          write_host_event_slow(e, th, arg, args_end, instant, level, launched ? launch->second : kNoCorrelation);
           continue;
         }
         // The common case, formatted in one go.
@@ -531,7 +578,7 @@ class ChromeTraceWriter {
   }
 
   void write_host_event_slow(const pk_host_event& e, const ThreadRecord& th, const pk_event_arg*& arg,
-                             const pk_event_arg* args_end, bool instant, bool crosses, uint64_t correlation_id) {
+                             const pk_event_arg* args_end, bool instant, uint8_t level, uint64_t correlation_id) {
     const uint64_t i = static_cast<uint64_t>(&e - r_.host_events.data());
     begin_event(instant ? "i" : "X", e.type, e.name, e.start_ns, e.end_ns);
     if (instant) {
@@ -543,7 +590,7 @@ class ChromeTraceWriter {
     put(",\"pid\":");
     put_uint(pid_);
     put(",\"tid\":");
-    put_uint(host_lane(th.tid, e.type, crosses));
+    put_uint(host_lane(th.tid, e.type, level));
     const bool has_args = arg != args_end && arg->event == i;
     if (has_args || correlation_id != kNoCorrelation) {
       put(",\"args\":{");
@@ -732,7 +779,7 @@ class ChromeTraceWriter {
       put(",\"pid\":");
       put_uint(pid_);
       put(",\"tid\":");
-      put_uint(host_lane(tid, launch.type, is_crossing(d.launch_event)));
+      put_uint(host_lane(tid, launch.type, overlap_level(d.launch_event)));
       put_char('}');
       open_event();
       put("\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":");
@@ -852,10 +899,10 @@ class ChromeTraceWriter {
   std::vector<std::string> names_;
   std::vector<std::pair<uint64_t, uint32_t>> launches_;  // (runtime call's host event, correlation id), sorted
   std::vector<bool> threads_with_memory_;
-  std::vector<uint64_t> crossing_;             // host events on an overlap lane, ascending
-  std::vector<size_t> device_order_;           // GPU records in start order, enclosing first
-  std::vector<std::string_view> key_scratch_;  // keys_are_unique's, kept for its capacity
-  std::vector<uint8_t> device_level_;          // per GPU record: 0 its stream's lane, k its overlap lane k
+  std::vector<std::pair<uint64_t, uint8_t>> crossing_;  // host events on an overlap lane (ascending), their level
+  std::vector<size_t> device_order_;                    // GPU records in start order, enclosing first
+  std::vector<std::string_view> key_scratch_;           // keys_are_unique's, kept for its capacity
+  std::vector<uint8_t> device_level_;                   // per GPU record: 0 its stream's lane, k its overlap lane k
   std::string complete_prefix_[PK_EVENT_TYPE_COUNT];
   const std::string empty_;
   uint64_t base_ns_ = 0;

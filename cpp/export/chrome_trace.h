@@ -60,8 +60,16 @@ constexpr uint64_t kCppLaneOffset = 1000000000ull;  // tid of a thread's C++ lan
 // enclosing one on its lane (a RecordEvent begun in one step and ended in
 // the next: steps are not on the recording stack) goes to the lane's
 // overlap lane: tid + kOverlapLaneOffset (Python), + kCppLaneOffset more
-// (C++). Every lane id is a tid plus a multiple of kCppLaneOffset.
+// (C++). One that outlives an enclosing one there too (two crossing events
+// that cross each other) goes to the thread's second overlap lane, shared
+// by both layers: tid + kSecondOverlapLaneOffset. Past that it overlaps on
+// the second overlap lane anyway (drawn overlapped, never lost): Perfetto
+// reads tids as 32 bits, and this is the last multiple of kCppLaneOffset
+// whose lanes stay below 2^32 for every OS tid (below 2^22). Every lane id
+// is a tid plus a multiple of kCppLaneOffset, so layout-3 readers that
+// predate the second overlap lane load it back as its thread too.
 constexpr uint64_t kOverlapLaneOffset = 2 * kCppLaneOffset;
+constexpr uint64_t kSecondOverlapLaneOffset = 4 * kCppLaneOffset;
 constexpr uint64_t thread_of_lane_id(uint64_t lane) noexcept { return lane % kCppLaneOffset; }
 constexpr uint64_t kDeviceProcessStride = 10000000ull;  // GPU d of pid p = p + stride * (d + 1)
 // Perfetto reads pids as 32-bit. GPU d of an OS pid (Linux's are below 2^22)

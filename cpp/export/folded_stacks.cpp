@@ -42,6 +42,7 @@ class StackVisitor : public HostEventVisitor {
     // Instants take no time, also where a damaged file gives one an end.
     const uint64_t duration =
         (e.flags & PK_HOST_EVENT_INSTANT) != 0 || e.end_ns <= e.start_ns ? 0 : e.end_ns - e.start_ns;
+    // children_ns holds crossing events' time too (host_walk.h): each moment once.
     paths_.add(path_at_[stack.size()], duration > closed.children_ns ? duration - closed.children_ns : 0);
   }
 

@@ -4,10 +4,14 @@
 // joined by ';', a space, and its value in whole microseconds.
 //
 // - kSelfCpu: every host event that is not an instant contributes its self
-//   time (its duration less its direct children's, at least 0) under its
-//   stack: its thread's enclosing events (as the summary's walk nests them,
-//   summary/host_walk.h) and then itself. No frame names the thread, so the
-//   same code on two threads is one flame.
+//   time under its stack: its thread's enclosing events (as the summary's
+//   walk nests them, summary/host_walk.h) and then itself. Self time is its
+//   duration less its direct children's, except where events cross (one
+//   starts inside another and ends after it, as a range held open across a
+//   generator's yield and the Python calls around it): each moment of a
+//   thread goes to the event started last among those running then, so a
+//   thread's lines add up to the time its events cover, each moment once.
+//   No frame names the thread, so the same code on two threads is one flame.
 // - kSelfDevice: every GPU record (kernel, memcpy, memset) contributes its
 //   duration under the stack of its launching runtime call, with the
 //   record's own name as the leaf frame. Records whose launch was not

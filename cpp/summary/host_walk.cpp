@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/compiler.h"
 #include "profkit/profkit.h"
 
 namespace profkit {
@@ -72,6 +73,11 @@ class Walk {
       }
       for (uint64_t i = thread.first_event; i < end; ++i) {
         const pk_host_event& e = r_.host_events[i];
+        // The outermost event it closes contains the others: if that one has
+        // not ended by its start, it crosses them.
+        if (stack_.size() > e.depth && PK_UNLIKELY(r_.host_events[stack_[e.depth].index].end_ns > e.start_ns)) {
+          close_crossed(e.depth, e.start_ns);
+        }
         while (stack_.size() > e.depth) close_top();
         open(i, e);
         while (next_launch < launches_.size() && launches_[next_launch].host_event == i) {
@@ -86,6 +92,31 @@ class Walk {
  private:
   static uint32_t type_of(const pk_host_event& e) noexcept {
     return e.type < PK_EVENT_TYPE_COUNT ? e.type : static_cast<uint32_t>(PK_EVENT_USER_DEFINED);
+  }
+
+  // Closes the open events from stack position `first` up, as the event
+  // starting at `start_ns` opens and crosses those not ended by then: it is
+  // not nested in them and outlasts them, so from there on their time is
+  // its own (host_walk.h). Each gives up the rest of its time, which its
+  // parent does not get back as its child's either. Rare: out of the way of
+  // the walk's loop.
+  PK_NOINLINE PK_COLD void close_crossed(size_t first, uint64_t start_ns) {
+    uint64_t first_lost = 0;
+    for (size_t p = first; p < stack_.size(); ++p) {
+      const pk_host_event& e = r_.host_events[stack_[p].index];
+      const bool takes_time = e.end_ns > e.start_ns && !is_instant(e);
+      const uint64_t lost = takes_time && e.end_ns > start_ns ? e.end_ns - std::max(start_ns, e.start_ns) : 0;
+      // Outermost first: a child gives up no more than its parent, which
+      // contains it, so the parent's sum does not dip below 0 on the way.
+      stack_.frame(p).children_ns += lost;
+      if (p > first) {
+        stack_.frame(p - 1).children_ns -= lost;
+      } else {
+        first_lost = lost;
+      }
+    }
+    while (stack_.size() > first) close_top();
+    if (!stack_.empty()) stack_.top().children_ns -= first_lost;  // it got all of that child's time
   }
 
   void open(uint64_t i, const pk_host_event& e) {

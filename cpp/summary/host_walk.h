@@ -5,8 +5,23 @@
 // ancestors. The walk also brings GPU work to the host side: a device event
 // belongs to its launching runtime call (launch_event) and, through it, to
 // every enclosing host event; OpenEvent::gpu_ns sums that work over the
-// event's subtree by the time the event closes, and OpenEvent::children_ns
-// the time of its direct children (of any type).
+// event's subtree by the time the event closes.
+//
+// Self time: each moment of a thread's time belongs to one event, the one
+// started last among those running then (of nested events, the innermost).
+// Events recorded whole (with_stack's Python calls, ranges, complete events)
+// can cross: one starts inside an event and ends after it, and nesting by
+// containment makes it a sibling of that event, not its child. Self time as
+// the duration less the children's would count the overlap twice (in the
+// crossed event's self time, and in the crossing one's subtree): a flame
+// graph could hold more time than the thread ran. So an event crossed by
+// a later one keeps its time up to where that one starts only, and so does
+// its subtree (its events not ended by then are crossed too): the rest goes
+// to the crossing event. OpenEvent::children_ns is the part of an event's
+// duration it does not keep: its children's kept time, as they close, and
+// by the time it closes what a crossing event took. Self times (duration
+// less children_ns) then add up to the time the thread's events cover,
+// each moment once; without crossings they are as before.
 //
 // Visitors register for the event types they care about, so an event costs
 // nothing for a table that ignores its type.
@@ -28,7 +43,7 @@ constexpr uint32_t kNoPosition = UINT32_MAX;
 struct OpenEvent {
   uint64_t index = 0;                 // host event index
   uint64_t gpu_ns = 0;                // GPU time launched in its subtree (so far)
-  uint64_t children_ns = 0;           // CPU time of its direct children (so far): its self time is the rest
+  uint64_t children_ns = 0;           // its time its children (so far) or a crossing event took: self time is the rest
   uint32_t nearest_op = kNoPosition;  // stack position of the nearest enclosing Operator/OperatorInner
   uint32_t name = 0;                  // its string id
   uint8_t type = 0;                   // its pk_event_type (unknown values read as UserDefined)
@@ -49,6 +64,7 @@ class OpenStack {
 
   // For the walk only.
   OpenEvent& top() noexcept { return frames_[size_ - 1]; }
+  OpenEvent& frame(size_t i) noexcept { return frames_[i]; }
   void push(const OpenEvent& e) noexcept { frames_[size_++] = e; }
   // Pops the top event; the reference stays valid until the next push.
   const OpenEvent& pop() noexcept { return frames_[--size_]; }
@@ -89,7 +105,7 @@ class HostEventVisitor {
   // stack.back() is the event just opened; the rest are its ancestors.
   virtual void on_open(const OpenStack& /*stack*/) {}
   // `closed` has just been popped; `stack` holds its ancestors. closed.gpu_ns
-  // is final.
+  // and closed.children_ns are final.
   virtual void on_close(const OpenStack& /*stack*/, const OpenEvent& /*closed*/) {}
   // GPU work launched by stack.back() (whatever its type); called for every
   // visitor that wants_launches().

@@ -507,7 +507,9 @@ class ProfilerResult:
         space, and the time under it in whole microseconds; view it with
         ``flamegraph.pl --countname us. FILE > out.svg`` or on
         https://www.speedscope.app. ``metric`` is ``"self_cpu_time_total"``
-        (each host event's time outside the events nested in it) or
+        (each host event's time outside the events nested in it; where a
+        later event crosses it, starting inside it and ending after it, up
+        to that event's start only, so every moment counts once) or
         ``"self_cuda_time_total"`` / ``"self_device_time_total"`` (GPU work,
         under the stack of the call that launched it). Stacks under 0.5 µs
         are left out; every ``ProfileStep#<n>`` is the frame ``ProfileStep``.

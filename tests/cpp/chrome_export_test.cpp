@@ -545,6 +545,120 @@ TEST(ChromeExport, WorkPastTheLastOverlapLaneStaysOnIt) {
   EXPECT_EQ(records, kMaxDeviceOverlapLanes + 2u);
 }
 
+// ---- host events that cross ----
+// Events recorded whole (ranges begun in one function and ended in another,
+// the Python calls around them) cross: one that outlives an enclosing event
+// of its lane goes to the lane's overlap lane, and one that outlives an
+// event there too to the thread's second overlap lane (before, it stayed on
+// the overlap lane, where Perfetto misdrew the two).
+
+// As a program records it where range X is begun in z() and ended in y(),
+// and range E begun in main() and ended in y() before X.
+std::unique_ptr<Result> crossing_ranges(uint64_t tid) {
+  ResultInfo info;
+  info.pid = 50;
+  info.start_ns = 0;
+  info.end_ns = 10000;
+  ResultBuilder b(info);
+  b.add_string("");
+  const uint32_t t = b.thread(tid);
+  b.set_thread_name(t, "MainThread");
+  auto add = [&](const char* name, pk_event_type type, uint64_t start, uint64_t end) {
+    b.add_event(t, {start, end, b.add_string(name), static_cast<uint8_t>(type), 0, 0});
+  };
+  add("main", PK_EVENT_PYTHON_OP, 0, 1000);
+  add("z", PK_EVENT_PYTHON_OP, 10, 200);
+  add("X", PK_EVENT_PYTHON_USER_DEFINED, 100, 800);  // crosses z: the overlap lane
+  add("E", PK_EVENT_PYTHON_USER_DEFINED, 300, 600);  // nests in main on the Python lane
+  add("y", PK_EVENT_PYTHON_OP, 400, 900);            // crosses E there and X on the overlap lane
+  add("aten::add", PK_EVENT_OPERATOR, 450, 460);     // the C++ lane
+  return b.finish();
+}
+
+// A's host events, thread names and order, in B.
+void expect_same_host_events(const Result& a, const Result& b) {
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (size_t i = 0; i < a.threads.size(); ++i) {
+    EXPECT_EQ(a.threads[i].tid, b.threads[i].tid);
+    EXPECT_EQ(a.threads[i].name, b.threads[i].name);
+    EXPECT_EQ(a.threads[i].event_count, b.threads[i].event_count);
+  }
+  ASSERT_EQ(a.host_events.size(), b.host_events.size());
+  for (size_t i = 0; i < a.host_events.size(); ++i) {
+    const pk_host_event& x = a.host_events[i];
+    const pk_host_event& y = b.host_events[i];
+    EXPECT_EQ(a.strings.view(x.name), b.strings.view(y.name)) << i;
+    EXPECT_EQ(x.start_ns, y.start_ns) << i;
+    EXPECT_EQ(x.end_ns, y.end_ns) << i;
+    EXPECT_EQ(x.type, y.type) << i;
+    EXPECT_EQ(x.depth, y.depth) << i;
+  }
+}
+
+TEST(ChromeExport, HostEventsCrossingEachOtherGetLanesThatNestAndLoadBack) {
+  TempDir dir;
+  auto r = crossing_ranges(9);
+  const std::string path = dir.file("crossing.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const std::string json = read_file(path);
+  auto has = [&](const std::string& s) { return json.find(s) != std::string::npos; };
+  expect_every_lane_nests(json);
+  auto lane_of = [&](const std::string& name) {
+    for (const auto& [lane, slices] : slices_by_lane(json)) {
+      for (const Slice& slice : slices) {
+        if (slice.line.find("\"name\":\"" + name + "\",") != std::string::npos) return lane.second;
+      }
+    }
+    ADD_FAILURE() << "no slice " << name;
+    return uint64_t{0};
+  };
+  EXPECT_EQ(lane_of("main"), 9u);
+  EXPECT_EQ(lane_of("z"), 9u);
+  EXPECT_EQ(lane_of("E"), 9u);
+  EXPECT_EQ(lane_of("X"), 9 + kOverlapLaneOffset);
+  EXPECT_EQ(lane_of("y"), 9 + kSecondOverlapLaneOffset);
+  EXPECT_EQ(lane_of("aten::add"), 9 + kCppLaneOffset);
+  EXPECT_EQ(kSecondOverlapLaneOffset, 4000000000u);
+  EXPECT_TRUE(has("\"tid\":4000000009,\"args\":{\"name\":\"MainThread (overlapping 2) [9]\"}"));
+  EXPECT_TRUE(has("\"tid\":4000000009,\"args\":{\"sort_index\":4}"));  // after the thread's other lanes
+  EXPECT_TRUE(has("\"tid\":2000000009,\"args\":{\"name\":\"MainThread (Python, overlapping) [9]\"}"));
+  EXPECT_FALSE(has("C++, overlapping"));
+  // Loaded back: the same events, and the thread keeps its name.
+  expect_same_host_events(*r, *read_chrome_trace(path));
+}
+
+// More events crossing each other than a thread has lanes for (each starts
+// inside all before it and ends after them), on both layers: the second
+// overlap lane holds the rest, drawn overlapped, never lost; every lane id
+// stays below 2^32 (Perfetto reads tids as uint32) for the largest Linux
+// tid, and reads back as its thread.
+TEST(ChromeExport, HostEventsPastTheSecondOverlapLaneStayOnIt) {
+  TempDir dir;
+  ResultInfo info;
+  info.pid = 50;
+  ResultBuilder b(info);
+  b.add_string("");
+  constexpr uint64_t kTid = (1u << 22) - 1;
+  const uint32_t t = b.thread(kTid);
+  for (uint64_t i = 0; i < 6; ++i) {
+    b.add_event(t, {1000 + 100 * i, 5000 + 100 * i, b.add_string("py"), PK_EVENT_PYTHON_USER_DEFINED, 0, 0});
+    b.add_event(t, {1050 + 100 * i, 5050 + 100 * i, b.add_string("cpp"), PK_EVENT_USER_DEFINED, 0, 0});
+  }
+  auto r = b.finish();
+  const std::string path = dir.file("many.trace.json");
+  export_chrome_trace(*r, path, ChromeOptions{});
+  const auto lanes = slices_by_lane(read_file(path));
+  size_t events = 0;
+  for (const auto& [lane, slices] : lanes) {
+    EXPECT_EQ(thread_of_lane_id(lane.second), kTid);
+    EXPECT_LE(lane.second, 0xFFFFFFFFull);
+    events += slices.size();
+  }
+  EXPECT_EQ(lanes.size(), 5u);  // Python, C++, their overlap lanes, the second overlap lane
+  EXPECT_EQ(events, 12u);
+  expect_same_host_events(*r, *read_chrome_trace(path));
+}
+
 // JSON readers (Perfetto, chrome://tracing, Python's json) keep one value
 // per key: an argument key given twice on one event would hide the first
 // value. pk_event_arg_* does not replace, two keys may escape alike (bytes

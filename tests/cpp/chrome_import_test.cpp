@@ -165,6 +165,7 @@ TEST(ChromeJsonValues, LaneAndDurationLabelsGiveBackTheNames) {
   EXPECT_EQ(thread_name_from_lane("MainThread (Python) [11]", 11), "MainThread");
   EXPECT_EQ(thread_name_from_lane("loader (C++) [12]", 12), "loader");
   EXPECT_EQ(thread_name_from_lane("Thread 12 (C++) [12]", 12), "");
+  EXPECT_EQ(thread_name_from_lane("worker (overlapping 2) [13]", 13), "worker");
   EXPECT_EQ(thread_name_from_lane("odd [1]", 11), "odd [1]");
   std::string name = "aten::mm[1.23 ms]";
   strip_duration_label(name);

@@ -1,22 +1,27 @@
 // Folded-stack export (flamegraph.pl / speedscope): the exact file for
-// traces with known nesting and times, both metrics, the C ABI's errors, and
-// deep stacks.
+// traces with known nesting and times, both metrics, the C ABI's errors,
+// deep stacks, and events that cross (each moment counted once).
 #include <gtest/gtest.h>
 
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "export/folded_stacks.h"
 #include "storage/trace_file.h"
+#include "summary/host_walk.h"
 #include "summary_builder.h"
 #include "test_support.h"
 
@@ -156,6 +161,189 @@ TEST(FoldedStacks, DeeperThanTheDepthCanCountStaysWithin256Frames) {
     EXPECT_LE(frames, 256u) << line.substr(0, 80);
   }
   EXPECT_GT(count, 0u);
+}
+
+// ---- events that cross ----
+// Events recorded whole (with_stack's Python calls, ranges, complete events)
+// can cross: one starts inside another and ends after it. Nesting by
+// containment makes them siblings, and self time as "duration less the
+// children's" counted the overlap twice: flame graphs held more time than
+// the thread ran (a range held open across a generator's yield: twice the
+// step's time).
+
+// Thread 1, as a generator with a range around its yield runs it: the first
+// batches() call begins "load" and returns (yields) before it ends; train()
+// trains; the second call ends it. Thread 2: a top-level event crossed,
+// with its child, by the next one.
+std::unique_ptr<Result> crossing_trace() {
+  TraceBuilder b;
+  b.event(1, "train", PK_EVENT_PYTHON_OP, 0, 100000);
+  b.event(1, "batches", PK_EVENT_PYTHON_OP, 10000, 40000);
+  b.event(1, "load", PK_EVENT_PYTHON_USER_DEFINED, 20000, 90000);  // crosses the first batches()
+  b.event(1, "busy", PK_EVENT_PYTHON_OP, 25000, 35000);            // loading: in batches() and in load
+  b.event(1, "busy", PK_EVENT_PYTHON_OP, 50000, 80000);            // training
+  b.event(1, "batches", PK_EVENT_PYTHON_OP, 85000, 95000);         // crossed by load's end
+  b.event(2, "a", PK_EVENT_USER_DEFINED, 0, 50000);
+  b.event(2, "a1", PK_EVENT_USER_DEFINED, 10000, 40000);
+  b.event(2, "b", PK_EVENT_USER_DEFINED, 20000, 100000);
+  return b.build();
+}
+
+TEST(FoldedStacks, CrossingEventsCountTheirOverlapOnce) {
+  auto r = crossing_trace();
+  ASSERT_EQ(r->host_events[2].depth, 1);  // load: a sibling of the batches() call it crossed
+  // Each moment goes to the event started last among those running: the
+  // crossing one from its start on, the innermost where events nest. The
+  // lines of a thread add up to the time its events cover: 100 µs each
+  // (before: 110 and 130, train's self time read 0, a1 its whole 30 µs).
+  EXPECT_EQ(exported(*r, StacksMetric::kSelfCpu),
+            "a 10\n"     // [0, 10)
+            "a;a1 10\n"  // [10, 20)
+            "b 80\n"
+            "train 15\n"              // [0, 10) and [95, 100)
+            "train;batches 20\n"      // [10, 20) and [85, 95)
+            "train;load 25\n"         // [20, 25), [35, 50) and [80, 85)
+            "train;load;busy 40\n");  // [25, 35) and [50, 80)
+}
+
+// The Operator table's Self CPU comes from the same walk: crossing
+// operators' self times add up to the time they cover too.
+TEST(FoldedStacks, TheOperatorTablesSelfCpuCountsCrossingTimeOnce) {
+  TraceBuilder b;
+  b.event(1, "aten::outer", PK_EVENT_OPERATOR, 0, 1000);
+  b.event(1, "aten::a", PK_EVENT_OPERATOR, 100, 600);
+  b.event(1, "aten::b", PK_EVENT_OPERATOR, 400, 1000);  // crosses aten::a
+  const SummaryTable t = profkit_test::table_of(*b.build(), SummaryView::kOperator, SummaryOptions{});
+  EXPECT_EQ(profkit_test::value(t, "aten::outer", "Self CPU Total", 0), 100);  // was 0: 1000 - 500 - 600
+  EXPECT_EQ(profkit_test::value(t, "aten::a", "Self CPU Total", 0), 300);      // was 500
+  EXPECT_EQ(profkit_test::value(t, "aten::b", "Self CPU Total", 0), 600);
+}
+
+// Self time per host event, as the walk gives it (duration less children_ns).
+class SelfTimes : public HostEventVisitor {
+ public:
+  explicit SelfTimes(const Result& r) : r_(r), self_(r.host_events.size(), UINT64_MAX) {}
+  uint32_t type_mask() const override { return (1u << PK_EVENT_TYPE_COUNT) - 1; }
+  void on_close(const OpenStack& /*stack*/, const OpenEvent& closed) override {
+    const pk_host_event& e = r_.host_events[closed.index];
+    const uint64_t duration = is_instant(e) || e.end_ns <= e.start_ns ? 0 : e.end_ns - e.start_ns;
+    EXPECT_LE(closed.children_ns, duration) << "event " << closed.index;
+    self_[closed.index] = duration - std::min(duration, closed.children_ns);
+  }
+  const std::vector<uint64_t>& self() const { return self_; }
+
+ private:
+  const Result& r_;
+  std::vector<uint64_t> self_;
+};
+
+// Random threads on a grid of 1 µs: a nested tree as the recorder writes
+// it, whole events at random (crossing anything), copies of events (ties),
+// zero-length events and instants.
+std::unique_ptr<Result> random_trace(std::mt19937& rng) {
+  TraceBuilder b;
+  auto at = [&](uint64_t limit) { return static_cast<uint64_t>(rng() % limit); };
+  for (uint64_t tid = 1; tid <= 2; ++tid) {
+    std::vector<std::pair<uint64_t, uint64_t>> added;
+    auto add = [&](uint64_t start, uint64_t end, uint16_t flags = 0) {
+      const pk_event_type type = rng() % 2 ? PK_EVENT_PYTHON_OP : PK_EVENT_OPERATOR;
+      b.event(tid, "e" + std::to_string(rng() % 4), type, start * 1000, end * 1000, flags);
+      added.emplace_back(start, end);
+    };
+    for (uint64_t start = at(10), k = 0; k < 3 && start < 100; ++k) {  // a tree
+      const uint64_t end = start + 1 + at(40);
+      add(start, end);
+      for (uint64_t c = start + at(5); c < end; c += 1 + at(10)) add(c, std::min(end, c + at(8)));
+      start = end + at(5);
+    }
+    const uint64_t whole = at(25);
+    for (uint64_t k = 0; k < whole; ++k) {
+      const uint64_t start = at(120);
+      add(start, start + at(50));
+    }
+    for (uint64_t k = at(4); k > 0 && !added.empty(); --k) {
+      const auto [start, end] = added[at(added.size())];
+      add(start, end);
+    }
+    for (uint64_t k = at(4); k > 0; --k) {
+      const uint64_t t = at(130);
+      add(t, t, rng() % 2 ? PK_HOST_EVENT_INSTANT : 0);
+    }
+  }
+  return b.build();
+}
+
+// Each 1 µs slot of a thread's time, given to the event started last among
+// those running then (on equal starts, the enclosed one, which comes later
+// in a thread's order): the self time host_walk.h promises, by brute force.
+std::vector<uint64_t> self_by_slots(const Result& r) {
+  std::vector<uint64_t> self(r.host_events.size(), 0);
+  for (const ThreadRecord& t : r.threads) {
+    for (uint64_t slot = 0; slot < 200; ++slot) {
+      const uint64_t from = slot * 1000;
+      for (uint64_t i = t.first_event + t.event_count; i-- > t.first_event;) {
+        const pk_host_event& e = r.host_events[i];
+        if (!is_instant(e) && e.start_ns <= from && e.end_ns >= from + 1000) {
+          self[i] += 1000;
+          break;
+        }
+      }
+    }
+  }
+  return self;
+}
+
+// The time a thread's events cover (its top-level events' union), in µs.
+uint64_t covered_us(const Result& r, const ThreadRecord& t) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (uint64_t i = t.first_event; i < t.first_event + t.event_count; ++i) {
+    const pk_host_event& e = r.host_events[i];
+    if (e.depth == 0 && !is_instant(e)) spans.emplace_back(e.start_ns, e.end_ns);
+  }
+  std::sort(spans.begin(), spans.end());
+  uint64_t covered = 0;
+  uint64_t until = 0;
+  for (const auto& [start, end] : spans) {
+    if (end > until) covered += end - std::max(start, until);
+    until = std::max(until, end);
+  }
+  return covered / 1000;
+}
+
+TEST(FoldedStacks, SelfTimesAddUpToTheTimeEventsCoverWhateverCrosses) {
+  std::mt19937 rng(31);
+  size_t crossings = 0;
+  for (int round = 0; round < 300; ++round) {
+    auto r = random_trace(rng);
+    SelfTimes walked(*r);
+    walk_host_events(*r, {&walked});
+    ASSERT_EQ(walked.self(), self_by_slots(*r)) << "round " << round;
+
+    // One thread at a time: the file's lines are that thread's stacks.
+    for (size_t t = 0; t < r->threads.size(); ++t) {
+      TraceBuilder one;
+      const ThreadRecord& th = r->threads[t];
+      for (uint64_t i = th.first_event; i < th.first_event + th.event_count; ++i) {
+        const pk_host_event& e = r->host_events[i];
+        for (uint64_t f = th.first_event; f < i; ++f) {
+          const pk_host_event& earlier = r->host_events[f];
+          crossings += e.start_ns < earlier.end_ns && earlier.end_ns < e.end_ns && !is_instant(e);
+        }
+        one.event(1, std::string(r->strings.view(e.name)), static_cast<pk_event_type>(e.type), e.start_ns, e.end_ns,
+                  e.flags);
+      }
+      auto single = one.build();
+      std::istringstream lines(exported(*single, StacksMetric::kSelfCpu));
+      int64_t total_us = 0;
+      for (std::string line; std::getline(lines, line);) {
+        const int64_t us = std::stoll(line.substr(line.rfind(' ') + 1));
+        EXPECT_GT(us, 0) << line;  // times are whole µs here: no rounding, and no line of 0
+        total_us += us;
+      }
+      EXPECT_EQ(total_us, static_cast<int64_t>(covered_us(*single, single->threads[0]))) << "round " << round;
+    }
+  }
+  EXPECT_GT(crossings, 1000u);  // the rounds did cross
 }
 
 TEST(FoldedStacks, ALoadedResultGivesTheSameFile) {

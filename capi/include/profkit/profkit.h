@@ -674,7 +674,14 @@ typedef enum pk_stacks_metric {
  *   PK_STACKS_SELF_CPU: each host event that is not an instant adds its self
  *     time (its duration less its direct children's, at least 0) under the
  *     names of its enclosing events on its thread (pk_result_parent) and its
- *     own. No frame names the thread.
+ *     own. No frame names the thread. Since 1.26 each moment of a thread
+ *     counts once, for the event started last among those running then:
+ *     an event crossed by a later sibling that starts inside it and ends
+ *     after it (events recorded whole: Python calls, ranges) keeps its time
+ *     up to that start only, with its subtree, so the lines add up to the
+ *     time the thread's events cover (before, the overlap counted twice).
+ *     Without crossing events nothing changes. The Operator table's Self
+ *     CPU follows the same rule.
  *   PK_STACKS_SELF_DEVICE: each kernel, memcpy and memset adds its duration
  *     under its launching runtime call's stack, with its own name as the last
  *     frame; GPU work whose launch was not captured goes under the frame
