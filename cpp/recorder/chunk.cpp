@@ -1,6 +1,7 @@
 #include "recorder/chunk.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <new>
@@ -39,9 +40,30 @@ Chunk* Chunk::allocate() noexcept {
 
 void Chunk::release(Chunk* chunk) noexcept {
   if (chunk == nullptr) return;
+  const uint64_t counted = chunk->is_parked() ? parked_bytes() : kBytes;
   chunk->~Chunk();
   ::munmap(chunk, kBytes);
-  MemoryBudget::release(kBytes);
+  MemoryBudget::release(counted);
+}
+
+uint64_t Chunk::parked_bytes() noexcept {
+  static const uint64_t bytes = [] {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    return page > 0 && static_cast<uint64_t>(page) < kBytes ? static_cast<uint64_t>(page) : uint64_t{kBytes};
+  }();
+  return bytes;
+}
+
+bool Chunk::park() noexcept {
+  const uint64_t kept = parked_bytes();
+  if (kept == kBytes) return false;  // pages as large as a chunk: nothing to give back
+  // The first page holds the header, which the owner and the collector go
+  // on using. MADV_DONTNEED keeps the rest mapped (a late write finds a
+  // fresh zero page) but frees what is in it.
+  if (::madvise(reinterpret_cast<char*>(this) + kept, kBytes - kept, MADV_DONTNEED) != 0) return false;
+  parked.store(true, std::memory_order_release);
+  MemoryBudget::release(kBytes - kept);
+  return true;
 }
 
 namespace {

@@ -8,6 +8,18 @@
 // `committed` is a plain word accessed only through atomic builtins (not a
 // std::atomic) because code outside the engine stores it too: the inline
 // writer of the C ABI (pk_thread_writer.committed points at it).
+//
+// Parking (park()): once profiling has closed, the collector gives back all
+// but the first page of a live thread's current chunk whose records it has
+// all taken, while the owner keeps the chunk. No lock or handshake tells the
+// collector that the owner is not writing, and none is wanted on the hot
+// path, so it does not rely on that: what a parked chunk holds past the
+// records already taken is never read again (a collect discards it: see
+// ThreadBuffer::drain), so a write that lands in a page while it is given
+// back loses nothing anyone reads, and the first page, which holds the
+// header, stays. The owner only writes there from a call that read its
+// recording window before the window closed; any later record goes to a new
+// chunk (ThreadBuffer::leave_parked_chunk).
 #pragma once
 
 #include <atomic>
@@ -26,19 +38,30 @@ struct Chunk {
   uint32_t committed = 0;  // atomic: publish() / committed_acquire()
   uint32_t consumed = 0;
   Chunk* next = nullptr;
+  std::atomic<bool> parked{false};  // set by park(), by the collector; read by the owner too
   alignas(64) RawRecord records[kCapacity];
 
   // Maps a new chunk against the memory budget, its pages populated up front
   // (one batched fault instead of one per page on the hot path); nullptr when
   // over the cap or out of memory. Never throws.
   static Chunk* allocate() noexcept;
-  // Unmaps and returns the memory to the budget.
+  // Unmaps and returns the memory to the budget (a parked chunk's one page).
   static void release(Chunk* chunk) noexcept;
+
+  // Collector, with every record taken (consumed == committed) and profiling
+  // closed: gives back every page but the first and stops counting them
+  // against the budget (see the protocol above). False, changing nothing,
+  // when the system refuses. A parked chunk is never reused: release() it.
+  bool park() noexcept;
+  bool is_parked() const noexcept { return parked.load(std::memory_order_relaxed); }
+  // What a parked chunk keeps, and counts against the budget: its first page.
+  static uint64_t parked_bytes() noexcept;
 
   void reset() noexcept {
     __atomic_store_n(&committed, 0, __ATOMIC_RELAXED);
     consumed = 0;
     next = nullptr;
+    parked.store(false, std::memory_order_relaxed);
   }
   // The owner: records below `n` are written.
   void publish(uint32_t n) noexcept { __atomic_store_n(&committed, n, __ATOMIC_RELEASE); }

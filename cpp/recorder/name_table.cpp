@@ -2,8 +2,11 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "common/compiler.h"
 #include "common/error.h"
@@ -20,17 +23,36 @@ NameTable& NameTable::instance() {
   return *table;
 }
 
-NameTable::NameTable() { intern(""); }
+namespace {
+
+// $PROFKIT_TEST_NAME_TABLE_CAPACITY, for tests only (see
+// set_capacity_for_testing); kMaxNames when unset or not a valid capacity.
+uint32_t capacity_from_environment() noexcept {
+  const char* text = std::getenv("PROFKIT_TEST_NAME_TABLE_CAPACITY");
+  if (text == nullptr || *text == '\0') return NameTable::kMaxNames;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value == 0 || value > NameTable::kMaxNames) return NameTable::kMaxNames;
+  return static_cast<uint32_t>(value);
+}
+
+}  // namespace
+
+NameTable::NameTable() : capacity_(capacity_from_environment()) { intern(""); }
+
+void NameTable::set_capacity_for_testing(uint32_t capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capacity_ = std::clamp<uint32_t>(capacity, 1, kMaxNames);
+}
 
 uint32_t NameTable::intern(std::string_view name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
   const uint32_t id = count_.load(std::memory_order_relaxed);
-  if (id >= kSegments * kSegmentSize) {
-    throw Error(PK_ERR_OUT_OF_MEMORY,
-                "pk_intern: the name table is full (4194304 names); intern "
-                "stable names, not per-call strings such as addresses");
+  if (id >= capacity_) {
+    throw Error(PK_ERR_OUT_OF_MEMORY, "pk_intern: the name table is full (" + std::to_string(capacity_) +
+                                          " names); intern stable names, not per-call strings such as addresses");
   }
   const uint32_t segment = id >> kSegmentBits;
   Entry* entries = segments_[segment].load(std::memory_order_relaxed);
@@ -128,7 +150,7 @@ uint32_t intern_cached(const char* name) noexcept {
     return id;
   } catch (const std::exception& e) {
     set_last_error(e.what());
-    return 0;
+    return kNameNotInterned;
   }
 }
 

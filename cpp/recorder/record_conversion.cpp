@@ -1,6 +1,7 @@
 #include "recorder/record_conversion.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "recorder/open_event_args.h"
@@ -16,8 +17,10 @@ void add_step_event(ResultBuilder& builder, NameMap& names, const TickConverter&
   const uint32_t name = builder.add_string("ProfileStep#" + std::to_string(number));
   builder.add_event(thread, {start, end, name, PK_EVENT_PROFILE_STEP, 0, 0});
   if (num_samples > 0) {
-    static const uint32_t key = NameTable::instance().intern("num_samples");
-    builder.add_arg(thread, start, 0, names(key), PK_ARG_INT, static_cast<int64_t>(num_samples));
+    // An argument's value is a signed 64-bit integer: past INT64_MAX it read
+    // as negative (pk_step takes a uint64_t).
+    const auto samples = static_cast<int64_t>(std::min<uint64_t>(num_samples, INT64_MAX));
+    builder.add_arg(thread, start, 0, names.num_samples_key(), PK_ARG_INT, samples);
   }
 }
 
@@ -39,6 +42,7 @@ class RecordConverter {
     for (uint32_t i = 0; i < n; ++i) {
       if (r[i].kind != RecordKind::kMemoryMore && r[i].kind != RecordKind::kStepMore) ++counted;
       const RawRecord& rec = r[i];
+      if (PK_UNLIKELY(rec.name == kNameNotInterned) && drop_unnamed(rec)) continue;
       switch (rec.kind) {
         case RecordKind::kEvent:
         case RecordKind::kInstant: {
@@ -93,9 +97,66 @@ class RecordConverter {
     return counted;
   }
 
+  // Records written into a parked chunk (ThreadBuffer::drain says why they
+  // cannot be kept), counted as what they would have been: events (a call
+  // that began before its window closed and ended after, so in no window:
+  // unfinished, like an event still open at the window's end), arguments
+  // (lost) and memory events (dropped). Returns their recorded_events count.
+  uint32_t discard(const RawRecord* r, uint32_t n) {
+    ResultInfo& info = builder_.info();
+    uint32_t counted = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      switch (r[i].kind) {
+        case RecordKind::kArgInt:
+        case RecordKind::kArgStr:
+          ++info.lost_event_args;
+          break;
+        case RecordKind::kMemory:
+          ++info.dropped_events;
+          break;
+        case RecordKind::kMemoryMore:
+        case RecordKind::kStepMore:
+          continue;  // counted with the group's first record
+        default:
+          ++info.unfinished_events;
+          break;
+      }
+      ++counted;
+    }
+    return counted;
+  }
+
+  // Events dropped here (a name that could not be interned), for the
+  // engine-wide counters.
+  uint64_t dropped() const noexcept { return dropped_; }
+
  private:
+  // A record naming kNameNotInterned (name_table.h): an event whose name
+  // could not be interned is dropped and counted rather than kept nameless,
+  // with its arguments lost. True when `rec` was such an event; argument
+  // keys, memory events and steps do not name their record (false).
+  bool drop_unnamed(const RawRecord& rec) {
+    switch (rec.kind) {
+      case RecordKind::kEvent:
+        open_args_.on_event_end(rec, [&](const RawRecord&) { ++builder_.info().lost_event_args; });
+        [[fallthrough]];
+      case RecordKind::kInstant:
+      case RecordKind::kWholeEvent:
+      case RecordKind::kWholeEventTicks:
+        ++builder_.info().dropped_events;
+        ++dropped_;
+        return true;
+      default:
+        return false;
+    }
+  }
+
   void add_arg(const RawRecord& arg) {
     const bool text = arg.kind == RecordKind::kArgStr;
+    if (text && PK_UNLIKELY(static_cast<uint32_t>(arg.b) == kNameNotInterned)) {
+      ++builder_.info().lost_event_args;  // its value could not be interned: not kept as ""
+      return;
+    }
     builder_.add_arg(thread_, clock_.to_ns(arg.a), arg.depth, names_(arg.name), text ? PK_ARG_STRING : PK_ARG_INT,
                      text ? static_cast<int64_t>(names_(static_cast<uint32_t>(arg.b))) : static_cast<int64_t>(arg.b));
   }
@@ -109,6 +170,7 @@ class RecordConverter {
   const TickConverter& clock_;
   uint32_t thread_;
   OpenEventArgs& open_args_;
+  uint64_t dropped_ = 0;
 };
 
 // The buffer's counters are cumulative; a result reports what they grew by
@@ -118,12 +180,15 @@ void report_thread_counters(ThreadBuffer& tb, ResultInfo& totals) {
   const uint64_t dropped = tb.dropped_events.get();
   const uint64_t unmatched = tb.unmatched_ends.get();
   const uint64_t overflowed = tb.overflowed_events.get();
+  const uint64_t lost_args = tb.lost_args.get();
   totals.dropped_events += dropped - tb.reported_dropped;
   totals.unmatched_ends += unmatched - tb.reported_unmatched;
   totals.overflowed_events += overflowed - tb.reported_overflowed;
+  totals.lost_event_args += lost_args - tb.reported_lost_args;
   tb.reported_dropped = dropped;
   tb.reported_unmatched = unmatched;
   tb.reported_overflowed = overflowed;
+  tb.reported_lost_args = lost_args;
 }
 
 // The thread's events still open at this collect: in the window that goes
@@ -151,7 +216,7 @@ bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBu
                             const TickConverter& clock) {
   bool has_thread = false;
   uint32_t thread = 0;
-  const bool finished = tb.drain(how.keep_spares, [&](const RawRecord* records, uint32_t n) {
+  const bool finished = tb.drain(how.keep_spares, [&](const RawRecord* records, uint32_t n, bool parked) {
     if (!has_thread) {
       thread = builder.thread(tb.tid());
       builder.set_thread_name(thread, tb.name());
@@ -160,12 +225,17 @@ bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBu
       builder.reserve_events(thread, recorded > tb.collected_records ? recorded - tb.collected_records : 0);
       has_thread = true;
     }
-    tb.collected_records += RecordConverter(builder, names, clock, thread, tb.open_event_args).convert(records, n);
+    RecordConverter converter(builder, names, clock, thread, tb.open_event_args);
+    tb.collected_records += parked ? converter.discard(records, n) : converter.convert(records, n);
+    tb.dropped_at_collect += converter.dropped();
   });
   // Arguments of events still open wait for them while the window goes
   // on; once it has closed (or the thread has exited) those events can no
   // longer end, and their arguments are counted as lost.
   if (!how.recording || finished) tb.open_event_args.abandon();
+  // Profiling has closed (no spares are kept): an idle thread need not hold
+  // a whole chunk until it records again, or exits.
+  if (!how.keep_spares && !finished) tb.park_idle_chunk();
   ResultInfo& totals = builder.info();
   report_thread_counters(tb, totals);
   totals.unfinished_events += unfinished_events(tb, how);

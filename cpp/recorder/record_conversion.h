@@ -49,14 +49,24 @@ class NameMap {
     return id;
   }
 
+  // The result's string "num_samples" (a step's argument key), added on
+  // first use. Not interned: interning at collect time failed the whole
+  // collect once the name table was full.
+  uint32_t num_samples_key() {
+    if (num_samples_key_ == kUnmapped) num_samples_key_ = builder_.add_string("num_samples");
+    return num_samples_key_;
+  }
+
  private:
   static constexpr uint32_t kUnmapped = UINT32_MAX;
   ResultBuilder& builder_;
   const NameTable& names_;
   std::vector<uint32_t> ids_;
+  uint32_t num_samples_key_ = kUnmapped;
 };
 
-// "ProfileStep#<number>" on `thread`, with its num_samples argument.
+// "ProfileStep#<number>" on `thread`, with its num_samples argument (at
+// most INT64_MAX: larger counts are recorded as INT64_MAX).
 void add_step_event(ResultBuilder& builder, NameMap& names, const TickConverter& clock, uint32_t thread,
                     uint64_t start_ticks, uint64_t end_ticks, uint64_t number, uint64_t num_samples);
 
@@ -69,7 +79,9 @@ struct ThreadCollect {
 
 // Drains `tb` into `builder` and adds its counters (dropped, unmatched,
 // overflowed events, lost arguments, unfinished events) to builder.info().
-// Returns whether the thread has finished, so that its buffer can go.
+// Once profiling has closed (!how.keep_spares) it parks the chunk of a
+// thread that lives on (ThreadBuffer::park_idle_chunk). Returns whether the
+// thread has finished, so that its buffer can go.
 bool collect_thread_records(ThreadBuffer& tb, const ThreadCollect& how, ResultBuilder& builder, NameMap& names,
                             const TickConverter& clock);
 

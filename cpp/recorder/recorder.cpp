@@ -119,9 +119,13 @@ void Recorder::set_state(int32_t raw) {
   }
   // Record chunks are mapped before a window opens (chunk_reserve.h says
   // why): READY warms up for the next window, and a window opened straight
-  // from CLOSED gets them here too. Closed, the pool goes back to the system.
+  // from CLOSED gets them here too. Closed, the pool goes back to the
+  // system, and so do the chunks of idle threads whose records have all been
+  // collected (those not yet collected are parked by the collect that takes
+  // them).
   if (to == PK_STATE_CLOSED) {
     ChunkPool::trim();
+    ThreadRegistry::instance().park_idle_chunks();
   } else if (from == PK_STATE_CLOSED || is_recording(to) != is_recording(from)) {
     ChunkPool::stock(reserve_.target());
   }

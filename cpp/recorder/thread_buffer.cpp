@@ -59,14 +59,17 @@ ThreadBuffer::ThreadBuffer(uint64_t tid) : tid_(tid) {}
 
 ThreadBuffer::~ThreadBuffer() {
   free_exit_records();
-  Chunk::release(current_.load(std::memory_order_relaxed));
-  for (Chunk* list : {completed_.take_all(), spares_.take_all(), own_spares_}) {
+  // current_ may still name a finished chunk (see still_named_): released once.
+  Chunk* current = current_.load(std::memory_order_relaxed);
+  for (Chunk* list : {completed_.take_all(), spares_.take_all(), own_spares_, still_named_}) {
     while (list != nullptr) {
       Chunk* next = list->next;
+      if (list == current) current = nullptr;
       Chunk::release(list);
       list = next;
     }
   }
+  Chunk::release(current);
 }
 
 void ThreadBuffer::start_window(uint32_t window) noexcept {
@@ -79,6 +82,7 @@ void ThreadBuffer::start_window(uint32_t window) noexcept {
   if (left_open > 0 && w_.window != 0 && claim_window_end(w_.window)) {
     carried_unfinished_.fetch_add(left_open, std::memory_order_relaxed);
   }
+  leave_parked_chunk();
   w_.window = window;
   w_.inline_window = PK_INLINE_WRITER && ticks_inline_ok() ? window : 0;
   window_snapshot_.store(window, std::memory_order_relaxed);
@@ -92,6 +96,18 @@ bool ThreadBuffer::claim_window_end(uint32_t window) noexcept {
   } while (!claimed_window_end_.compare_exchange_weak(claimed, window, std::memory_order_acq_rel,
                                                       std::memory_order_acquire));
   return true;
+}
+
+void ThreadBuffer::leave_parked_chunk() noexcept {
+  if (chunk_ == nullptr) return;
+  // The collector parks a chunk before the store that opens the next window
+  // (both under the recorder's lock), and the caller read that window with a
+  // relaxed load: reading it again with acquire makes the park visible here.
+  (void)recording_window_acquire();
+  if (!chunk_->is_parked()) return;
+  completed_.push(chunk_);  // the next drain discards what it holds and unmaps it
+  forget_chunk();
+  current_.store(nullptr, std::memory_order_release);
 }
 
 Chunk* ThreadBuffer::take_spare() noexcept {
@@ -122,6 +138,7 @@ bool ThreadBuffer::next_chunk(uint32_t needed) noexcept {
 }
 
 bool ThreadBuffer::try_append_group(const RawRecord* records, uint32_t n) noexcept {
+  leave_parked_chunk();
   if (w_.capacity - w_.count < n && !next_chunk(n)) return false;
   for (uint32_t i = 0; i < n; ++i) this->records()[w_.count + i] = records[i];
   w_.count += n;
@@ -144,6 +161,7 @@ void ThreadBuffer::on_thread_exit() noexcept {
     Chunk::release(own_spares_);
     own_spares_ = next;
   }
+  leave_parked_chunk();  // nothing in it is to be kept, nor is it to be pooled
   shrink_last_chunk_at_exit();
   exited_.store(true, std::memory_order_release);
 }
@@ -183,6 +201,16 @@ void ThreadBuffer::shrink_last_chunk_at_exit() noexcept {
   }
 }
 
+void ThreadBuffer::park_idle_chunk() noexcept {
+  if (exited()) return;  // the next drain recycles its chunk
+  Chunk* c = current_.load(std::memory_order_acquire);
+  // Only a chunk whose records have all been taken: the owner writes at or
+  // past `committed`, so nothing it wrote before is lost, and what it writes
+  // from now on is discarded (see chunk.h).
+  if (c == nullptr || c->is_parked() || c->committed_acquire() != c->consumed) return;
+  c->park();
+}
+
 void ThreadBuffer::free_exit_records() noexcept {
   if (exit_records_ == nullptr) return;
   delete[] exit_records_;
@@ -194,12 +222,13 @@ void ThreadBuffer::free_exit_records() noexcept {
 void ThreadBuffer::adopt_in_forked_child(uint64_t tid, uint64_t fork_ticks) noexcept {
   // Unmapped, not pooled: the pages are shared with the parent until written,
   // and a pool would keep them (marking a chunk drained writes one page).
-  drain(/*keep_spares=*/false, [](const RawRecord*, uint32_t) {});
+  drain(/*keep_spares=*/false, [](const RawRecord*, uint32_t, bool) {});
   const uint32_t open = std::min(depth(), kMaxDepth);
   for (uint32_t i = 0; i < open; ++i) w_.stack[i].start_ticks = fork_ticks;
   __atomic_store_n(&w_.recorded, 0, __ATOMIC_RELAXED);
-  for (OwnerCounter* counter : {&dropped_events, &unmatched_ends, &overflowed_events}) counter->reset();
-  collected_records = reported_dropped = reported_unmatched = reported_overflowed = 0;
+  for (OwnerCounter* counter : {&dropped_events, &unmatched_ends, &overflowed_events, &lost_args}) counter->reset();
+  collected_records = reported_dropped = reported_unmatched = reported_overflowed = reported_lost_args = 0;
+  dropped_at_collect = 0;
   carried_unfinished_.store(0, std::memory_order_relaxed);
   open_event_args.forget();
   tid_ = tid;

@@ -148,20 +148,27 @@ class alignas(64) ThreadBuffer {
     append({start, end, name, type, 0, kind});
   }
 
-  // Attaches an argument to the innermost open event; ignored if none is open.
+  // Attaches an argument to the innermost open event; ignored if none is
+  // open. Past the memory cap it is counted as a lost argument, not as a
+  // dropped event: its event may well be kept, and an event with three
+  // arguments counted four times made the losses look four times larger.
   void arg(uint32_t window, uint32_t key, RecordKind kind, uint64_t value) noexcept {
     uint64_t start = 0;
     uint8_t index = 0;
-    if (innermost_open(window, &start, &index)) append({start, value, key, 0, index, kind});
+    if (innermost_open(window, &start, &index) && !try_append({start, value, key, 0, index, kind})) lost_args.add();
   }
 
   // Writes one record; past the memory cap it is dropped and counted.
   PK_ALWAYS_INLINE void append(const RawRecord& record) noexcept {
-    if (PK_UNLIKELY(w_.count == w_.capacity) && !next_chunk(1)) {
-      dropped_events.add();
-      return;
-    }
+    if (!try_append(record)) dropped_events.add();
+  }
+
+  // Writes one record; false, having written and counted nothing, past the
+  // memory cap (the caller counts it as what it is).
+  PK_ALWAYS_INLINE bool try_append(const RawRecord& record) noexcept {
+    if (PK_UNLIKELY(w_.count == w_.capacity) && !next_chunk(1)) return false;
     store(record);
+    return true;
   }
 
   // Writes one record into the current chunk, which has room (count < capacity).
@@ -191,6 +198,17 @@ class alignas(64) ThreadBuffer {
   // At thread exit, under the registry's lock (ThreadRegistry::thread_exited),
   // so that no collect is draining the buffer meanwhile.
   void on_thread_exit() noexcept;
+
+  // ---- collector, once profiling has closed (under the recorder's and the
+  // registry's locks) ----
+  // Parks the chunk a live thread writes into when every record in it has
+  // been collected (Chunk::park): an idle thread (a pool's worker, a
+  // data-loader thread) kept its 256 KiB, resident and counted against the
+  // memory cap, until it exited, so that after a window with many threads a
+  // later window under a smaller cap dropped every event of a new thread.
+  // The owner moves to a new chunk when it next records
+  // (leave_parked_chunk).
+  void park_idle_chunk() noexcept;
 
   // ---- in a fork()'s child, before it runs on (it has one thread) ----
   // The forking thread's buffer: forgets what the parent recorded (it is in
@@ -226,18 +244,24 @@ class alignas(64) ThreadBuffer {
   // Events the owner left open in windows it moved on from, claimed and
   // not yet reported (collector).
   uint64_t take_carried_unfinished() noexcept { return carried_unfinished_.exchange(0, std::memory_order_relaxed); }
-  // Calls visit(records, n) for every record not yet collected, oldest first,
-  // then recycles the chunks the owner has finished with: when `keep_spares`
-  // up to kKeptSpares stay as this thread's spares and the rest go to the
-  // ChunkPool (all of them if the thread has exited); otherwise they are
-  // freed. Returns true when the buffer is fully drained and its thread has
-  // exited (the registry may then delete it).
+  // Calls visit(records, n, parked) for every record not yet collected,
+  // oldest first, then recycles the chunks the owner has finished with: when
+  // `keep_spares` up to kKeptSpares stay as this thread's spares and the rest
+  // go to the ChunkPool (all of them if the thread has exited); otherwise
+  // they are freed, as parked chunks always are; a finished chunk that
+  // current_ still names waits (still_named_). `parked`: the records were
+  // written into a parked chunk, by a call that read its recording window
+  // before profiling closed and wrote after the chunk was parked: they are
+  // to be discarded, since a page of them may have been given back as they
+  // were written (see chunk.h). Returns true when the buffer is fully
+  // drained and its thread has exited (the registry may then delete it).
   template <class Visit>
   bool drain(bool keep_spares, Visit&& visit);
 
   OwnerCounter dropped_events;
   OwnerCounter unmatched_ends;
   OwnerCounter overflowed_events;
+  OwnerCounter lost_args;  // arguments past the memory cap (their events may be kept)
 
   // recorded_events already collected (a group of records counts once), for
   // sizing the next collect (collector only).
@@ -246,11 +270,20 @@ class alignas(64) ThreadBuffer {
   uint64_t reported_dropped = 0;
   uint64_t reported_unmatched = 0;
   uint64_t reported_overflowed = 0;
+  uint64_t reported_lost_args = 0;
+  // Events the collector dropped itself (a name that could not be interned,
+  // record_conversion.cpp), for the engine-wide counters (collector only).
+  uint64_t dropped_at_collect = 0;
   // Arguments of events still open at the last collect (collector only).
   OpenEventArgs open_event_args;
 
  private:
   PK_COLD void start_window(uint32_t window) noexcept;
+  // The owner, before it records in a new window (start_window) or writes a
+  // group (try_append_group, which memory events reach without
+  // start_window): a parked chunk goes to the collector, which unmaps it,
+  // and the next record takes a new one. Cold.
+  void leave_parked_chunk() noexcept;
   PK_NOINLINE PK_COLD bool next_chunk(uint32_t needed) noexcept;
   Chunk* take_spare() noexcept;
   static void drain_one(Chunk* chunk, const RawRecord** first, uint32_t* n) noexcept;
@@ -286,6 +319,13 @@ class alignas(64) ThreadBuffer {
   std::atomic<uint32_t> claimed_window_end_{0};  // the last window claim_window_end gave
   std::atomic<uint64_t> carried_unfinished_{0};
   std::atomic<Chunk*> current_{nullptr};
+  // Collector only: chunks a drain took finished while current_ still named
+  // them (the owner between completed_.push and current_.store in
+  // next_chunk, which may map a chunk meanwhile). They wait for a later
+  // drain, when current_ names another, to be recycled: the collector reads
+  // current_ (the next drain, park_idle_chunk) and must never find there a
+  // chunk unmapped, or pooled and handed to another thread.
+  Chunk* still_named_ = nullptr;
   ChunkStack completed_;
   ChunkStack spares_;
   std::atomic<bool> exited_{false};
@@ -324,6 +364,8 @@ PK_ALWAYS_INLINE ThreadBuffer* current_thread_buffer() noexcept {
 template <class Visit>
 bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
   const bool was_exited = exited();
+  Chunk* named_before = still_named_;
+  still_named_ = nullptr;
   // Chunks the owner finished, then the one it writes now, then any it
   // finished meanwhile (see chunk.h: together they cover every record).
   Chunk* finished[2] = {completed_.take_all(), nullptr};
@@ -334,11 +376,14 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
     const RawRecord* first = nullptr;
     uint32_t n = 0;
     drain_one(c, &first, &n);
-    if (n > 0) visit(first, n);
+    if (n > 0) visit(first, n, c->is_parked());
   };
   uint32_t kept = 0;
   auto recycle = [&](Chunk* c) {
-    if (!keep_spares) {
+    if (!was_exited && c == current_.load(std::memory_order_acquire)) {
+      c->next = still_named_;  // see still_named_
+      still_named_ = c;
+    } else if (!keep_spares || c->is_parked()) {
       Chunk::release(c);
     } else if (was_exited || kept == kKeptSpares) {
       ChunkPool::put(c);  // for any thread, a new one too
@@ -347,6 +392,11 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
       ++kept;
     }
   };
+  while (named_before != nullptr) {  // finished and drained already
+    Chunk* next = named_before->next;
+    recycle(named_before);
+    named_before = next;
+  }
   for (Chunk* list : finished) {
     // The stacks are LIFO; reverse to read oldest first.
     Chunk* reversed = nullptr;
@@ -365,7 +415,8 @@ bool ThreadBuffer::drain(bool keep_spares, Visit&& visit) {
     }
   }
   if (current != nullptr) consume(current);
-  if (was_exited && exit_record_count_ > 0) visit(static_cast<const RawRecord*>(exit_records_), exit_record_count_);
+  if (was_exited && exit_record_count_ > 0)
+    visit(static_cast<const RawRecord*>(exit_records_), exit_record_count_, false);
   if (!was_exited) {
     if (!keep_spares) {
       for (Chunk* c = spares_.take_all(); c != nullptr;) {

@@ -20,7 +20,7 @@ void ThreadRegistry::thread_exited(ThreadBuffer* buffer) noexcept {
 
 void ThreadRegistry::retire(ThreadBuffer* buffer) {
   retired_.recorded_events += buffer->recorded_events();
-  retired_.dropped_events += buffer->dropped_events.get();
+  retired_.dropped_events += buffer->dropped_events.get() + buffer->dropped_at_collect;
   retired_.unmatched_ends += buffer->unmatched_ends.get();
   retired_.overflowed_events += buffer->overflowed_events.get();
   delete buffer;
@@ -51,12 +51,17 @@ void ThreadRegistry::keep_only_in_forked_child(ThreadBuffer* survivor, uint64_t 
   retired_ = CounterTotals{};
 }
 
+void ThreadRegistry::park_idle_chunks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (ThreadBuffer* b : buffers_) b->park_idle_chunk();
+}
+
 CounterTotals ThreadRegistry::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CounterTotals t = retired_;
   for (const ThreadBuffer* b : buffers_) {
     t.recorded_events += b->recorded_events();
-    t.dropped_events += b->dropped_events.get();
+    t.dropped_events += b->dropped_events.get() + b->dropped_at_collect;
     t.unmatched_ends += b->unmatched_ends.get();
     t.overflowed_events += b->overflowed_events.get();
   }

@@ -49,6 +49,11 @@ class ThreadRegistry {
   // Counters summed over live and retired buffers.
   CounterTotals totals() const;
 
+  // Profiling has closed: parks the chunk of each live thread whose records
+  // have all been collected (ThreadBuffer::park_idle_chunk). Called by the
+  // recorder under its lock.
+  void park_idle_chunks();
+
   // Held across fork() (see Recorder's fork handlers): the list's lock, then
   // every buffer's name lock (the collector reads names under the list's).
   void lock_for_fork();

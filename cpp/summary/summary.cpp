@@ -25,7 +25,8 @@ std::vector<std::string> recording_losses(const ResultInfo& info) {
   if (info.dropped_events > 0) {
     lines.push_back(std::to_string(info.dropped_events) +
                     " events were dropped at the engine's memory cap (pk_set_memory_cap; "
-                    "Profiler(memory_cap=...) in Python): these tables lack them.");
+                    "Profiler(memory_cap=...) in Python), or, rarely, because the engine's name table was full: "
+                    "these tables lack them.");
   }
   if (info.overflowed_events > 0) {
     lines.push_back(std::to_string(info.overflowed_events) +

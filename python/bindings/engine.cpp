@@ -16,8 +16,17 @@ void bind_engine(py::module_& m) {
   m.def("version", &pk_version_string, "The profkit release of the loaded engine");
 
   m.def(
-      "intern", [](const EngineText& name) { return pk_intern(text_arg(name.utf8, "name")); },
-      "Interns a name; returns its stable id", py::arg("name"));
+      "intern",
+      [](const EngineText& name) {
+        const pk_name_id id = pk_intern(text_arg(name.utf8, "name"));
+        // 0 is "" itself; for any other name it means the engine could not
+        // intern it (the table is full, or memory ran out), and pk_last_error
+        // says which. Returned as is, the id named every event ""; a
+        // MemoryError, as for the engine's other PK_ERR_OUT_OF_MEMORY.
+        if (id == 0 && !name.utf8.empty()) raise_status(PK_ERR_OUT_OF_MEMORY);
+        return id;
+      },
+      "Interns a name; returns its stable id. MemoryError when the engine's name table is full", py::arg("name"));
   m.def(
       "name_string",
       [](pk_name_id id) -> py::object {

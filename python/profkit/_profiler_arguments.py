@@ -21,6 +21,16 @@ from .export_callbacks import export_chrome_tracing, export_protobuf
 # less; a test holds the two together).
 MIN_MEMORY_CAP = 256 * 1024
 
+# The largest whole number the engine takes: its counts and sizes are
+# uint64_t (pk_set_memory_cap's bytes). A larger memory_cap passed the
+# constructor and failed at start() with pybind11's "incompatible function
+# arguments".
+MAX_WHOLE_NUMBER = 2**64 - 1
+
+# The largest num_samples: the engine records it as an event argument, a
+# signed 64-bit integer, so a count from 2**63 on read back as negative.
+MAX_SAMPLES = 2**63 - 1
+
 # paddle.profiler's targets that profkit has no tracer for.
 _UNTRACEABLE_TARGETS = frozenset({ProfilerTarget.XPU, ProfilerTarget.CUSTOM_DEVICE})
 
@@ -98,7 +108,7 @@ def warn_unsupported(emit_nvtx: bool, custom_device_types: Optional[Iterable[str
 
 
 def check_samples(num_samples: Optional[int]) -> Optional[int]:
-    """``step(num_samples)``: None, or an int in [0, 2**64)."""
+    """``step(num_samples)``: None, or an int in [0, 2**63)."""
     if num_samples is None:
         return None
     if isinstance(num_samples, bool):
@@ -107,15 +117,21 @@ def check_samples(num_samples: Optional[int]) -> Optional[int]:
         n = operator.index(num_samples)
     except TypeError:
         raise TypeError(f"Profiler.step: num_samples must be an int or None, not {type(num_samples).__name__}") from None
-    if n < 0 or n >= 2**64:
-        raise ValueError(f"Profiler.step: num_samples must be >= 0 and < 2**64, got {n}")
+    if n < 0 or n > MAX_SAMPLES:
+        raise ValueError(f"Profiler.step: num_samples must be >= 0 and < 2**63, got {n}")
     return n
 
 
-def whole_number(name: str, value: Any, *, minimum: int) -> int:
-    """``value`` as an int >= minimum, or a TypeError/ValueError naming the argument."""
+def whole_number(name: str, value: Any, *, minimum: int, maximum: int = MAX_WHOLE_NUMBER) -> int:
+    """``value`` as an int in [minimum, maximum], or a TypeError/ValueError
+    naming the argument. The default maximum is what the engine's uint64_t
+    takes, checked here so that a bad value fails where it was given, not
+    later at start()."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"Profiler: {name} must be an int, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"Profiler: {name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        limit = "2**64 - 1" if maximum == MAX_WHOLE_NUMBER else str(maximum)
+        raise ValueError(f"Profiler: {name} must be <= {limit}, got {value}")
     return value

@@ -38,7 +38,10 @@ def _name_id(name: str, where: str = "profkit.dataloader_range") -> int:
         raise TypeError(f"{where}: name must be a str, not {type(name).__name__}")
     name_id = _name_ids.get(name)
     if name_id is None:
-        name_id = _name_ids[name] = _C.intern(name)
+        try:
+            name_id = _name_ids[name] = _C.intern(name)
+        except MemoryError:  # the engine's name table is full: the range is timed, its event unnamed
+            return 0
     return name_id
 
 

@@ -219,7 +219,9 @@ def _losses(info: Dict[str, Any], memory_cap: int) -> str:
     if info["dropped_events"]:
         parts.append(
             f"{info['dropped_events']} past the engine's memory cap of {memory_cap} bytes "
-            "(raise it with Profiler(memory_cap=...), or record fewer steps per window)"
+            "(raise it with Profiler(memory_cap=...), or record fewer steps per window; or, rarely, named after "
+            "the engine's name table of 4,194,304 names filled up: name events with stable names, not per-call "
+            "strings)"
         )
     if info["overflowed_events"]:
         parts.append(f"{info['overflowed_events']} nested deeper than 256 levels (those are not recorded)")
@@ -447,7 +449,7 @@ class Profiler:
         """
         next_step = self.step_num + 1
         if next_step < self._steady_until and (
-            num_samples is None or (type(num_samples) is int and 0 <= num_samples < 18446744073709551616)
+            num_samples is None or (type(num_samples) is int and 0 <= num_samples < 9223372036854775808)
         ):
             # The common step: the scheduler keeps the state (steady_until
             # says so without asking it), so nothing but the step changes.

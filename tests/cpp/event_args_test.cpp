@@ -151,6 +151,36 @@ TEST_F(EventArgsTest, ArgumentsOfAnEventLeftOpenByAThreadThatExitedAreCounted) {
   EXPECT_EQ(collect()->info.lost_event_args, 0u);
 }
 
+// An argument that finds no room under the memory cap is a lost argument,
+// not a dropped event: counted as one, an operator with three arguments made
+// the window's dropped events (and its "lost events" warning) four times
+// what was lost.
+TEST_F(EventArgsTest, ArgumentsPastTheMemoryCapAreLostArgumentsNotDroppedEvents) {
+  pk_counters counters{};
+  counters.struct_size = sizeof counters;
+  ASSERT_EQ(pk_get_counters(&counters), PK_OK);
+  ASSERT_EQ(pk_set_memory_cap(counters.memory_used + 256 * 1024), PK_OK);  // one more buffer
+  const pk_name_id op = pk_intern("capped op");
+  const pk_name_id key = pk_intern("flops");
+  constexpr uint64_t kEvents = 10000;  // 40,000 records: far more than one buffer holds
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread([&] {
+    for (uint64_t i = 0; i < kEvents; ++i) {
+      pk_begin_event(op, PK_EVENT_OPERATOR);
+      for (int a = 0; a < 3; ++a) pk_event_arg_int(key, 48);
+      pk_end_event();
+    }
+  }).join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  const std::unique_ptr<Result> r = collect();
+  pk_set_memory_cap(1ull << 30);
+  const uint64_t kept_events = events_named(*r, "capped op");
+  ASSERT_GT(kept_events, 0u);
+  ASSERT_LT(kept_events, kEvents);
+  EXPECT_EQ(r->info.dropped_events, kEvents - kept_events);
+  EXPECT_EQ(r->info.lost_event_args, 3 * kEvents - r->event_args.size());
+}
+
 // Records from its destructor: a framework's thread_local that saves or ends
 // something at thread exit. Which of the thread's exit handlers have run by
 // then depends on the order the thread made its thread_locals in.

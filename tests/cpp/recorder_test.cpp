@@ -1,6 +1,7 @@
 // Recording through the C ABI: nesting, threads, windows, steps, the memory
 // cap and every counted failure.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,15 +9,21 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "profkit/profkit.h"
+#include "recorder/chunk.h"
+#include "recorder/name_table.h"
+#include "recorder/thread_buffer.h"
 #include "test_support.h"
 
 namespace {
 
+using profkit::Chunk;
+using profkit::NameTable;
 using profkit_test::answer_of_child;
 using profkit_test::collect;
 using profkit_test::events_of;
@@ -430,6 +437,125 @@ TEST_F(RecorderTest, BuffersOneThreadFilledInAWindowServeOtherThreadsInTheNext) 
   busy.join();
 }
 
+// The pages of the chunk whose records start at `records` (a thread's
+// writer's) that are resident.
+size_t resident_pages_of_chunk(const uint64_t* records) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t chunk = reinterpret_cast<uintptr_t>(records) & ~(page - 1);  // records follow a 64-byte header
+  std::vector<unsigned char> resident((Chunk::kBytes + page - 1) / page);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(chunk), Chunk::kBytes, resident.data()), 0);
+  return static_cast<size_t>(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }));
+}
+
+void record_events(pk_name_id name, int n) {
+  for (int i = 0; i < n; ++i) {
+    pk_begin_event(name, PK_EVENT_USER_DEFINED);
+    pk_end_event();
+  }
+}
+
+// A thread that recorded and lives on idle (a pool's worker, a data-loader
+// thread) kept its 256 KiB buffer, resident and counted against the memory
+// cap, until it exited: after a window with many such threads, a later
+// window under a smaller cap dropped every event of a new thread. Once
+// profiling closes and its records are collected, the buffer goes back but
+// for a page; the thread takes a new one when it records again.
+TEST_F(RecorderTest, AnIdleThreadGivesItsBufferBackWhenProfilingCloses) {
+  const uint64_t baseline = memory_used();
+  const pk_name_id name = pk_intern("pool worker");
+  std::atomic<int> phase{0};
+  const uint64_t* records = nullptr;
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread worker([&] {
+    record_events(name, 100);
+    records = profkit::t_thread_buffer->writer()->records;
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();  // alive and idle
+    record_events(name, 100);
+    phase = 3;
+    while (phase.load() != 4) std::this_thread::yield();
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(events_of(collect().get()).size(), 100u);
+  EXPECT_EQ(memory_used(), baseline + Chunk::parked_bytes());
+  EXPECT_LE(resident_pages_of_chunk(records), 1u);
+
+  // Room for one buffer and a half: the next window's threads have it all.
+  ASSERT_EQ(pk_set_memory_cap(baseline + Chunk::kBytes * 3 / 2), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread([&] { record_events(name, 1000); }).join();  // its buffer goes to the pool at exit
+  phase = 2;
+  while (phase.load() != 3) std::this_thread::yield();  // the worker records again, into a new buffer
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  EXPECT_EQ(info_of(r.get()).dropped_events, 0u);
+  EXPECT_EQ(events_of(r.get()).size(), 1100u);
+  phase = 4;
+  worker.join();
+  reset_engine();
+  EXPECT_EQ(memory_used(), baseline);  // every buffer given back once, and counted out once
+}
+
+// A window collected in READY (a schedule's warm-up for the next window),
+// then closed without another collect: closing gives the buffer back.
+TEST_F(RecorderTest, AnIdleThreadGivesItsBufferBackWhenClosedAfterTheCollect) {
+  const uint64_t baseline = memory_used();
+  std::atomic<bool> recorded{false};
+  std::atomic<bool> release{false};
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  std::thread worker([&] {
+    record_events(pk_intern("pool worker"), 100);
+    recorded = true;
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!recorded.load()) std::this_thread::yield();
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  EXPECT_EQ(events_of(collect().get()).size(), 100u);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(memory_used(), baseline + Chunk::parked_bytes());
+  release = true;
+  worker.join();
+}
+
+// Threads that record without pause while profiling opens, closes and is
+// collected over and over: each close parks their buffers under them (and a
+// call that read the window before it closed may still be writing), and each
+// window sends them to new ones. Run under ThreadSanitizer in CI; here the
+// memory budget must end where it began: a buffer given back twice, or
+// never, would show.
+TEST_F(RecorderTest, RecordingThreadsRacingTheCloseKeepTheMemoryBudgetRight) {
+  const uint64_t baseline = memory_used();
+  ASSERT_EQ(pk_set_memory_cap(baseline + 16 * Chunk::kBytes), PK_OK);  // windows of a few MiB, however fast
+  const pk_name_id name = pk_intern("racing");
+  const pk_name_id key = pk_intern("i");
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        pk_begin_event(name, PK_EVENT_OPERATOR);
+        pk_event_arg_int(key, i);
+        if (i % 64 == 0) pk_record_memory(-1, 0x1000, 64, 64, 64);
+        pk_end_event();
+      }
+    });
+  }
+  uint64_t events = 0;
+  for (int round = 0; round < 100; ++round) {
+    ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+    if (round % 3 == 0) events += events_of(collect().get()).size();  // while recording
+    ASSERT_EQ(pk_set_state(round % 2 == 0 ? PK_STATE_CLOSED : PK_STATE_READY), PK_OK);
+    events += events_of(collect().get()).size();
+    ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);  // parks what the collect took
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  events += events_of(collect().get()).size();
+  EXPECT_GT(events, 0u);
+  EXPECT_EQ(memory_used(), baseline);
+}
+
 // The records an exiting thread moves out of its buffer come after those of
 // its earlier, full buffers and after what a collect took while it ran: each
 // event arrives once, with its argument (one of an event still open at that
@@ -641,6 +767,24 @@ TEST_F(RecorderTest, PkStepNeverBeginsAStepPastInt64Max) {
   EXPECT_EQ(info_of(r.get()).unfinished_events, 0u);
 }
 
+TEST_F(RecorderTest, NumSamplesPastInt64MaxAreRecordedAsInt64Max) {
+  // An argument's value is a signed 64-bit integer: UINT64_MAX samples read
+  // back as -1, and INT64_MAX + 1 as INT64_MIN.
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  ASSERT_EQ(pk_step_begin(0), PK_OK);
+  ASSERT_EQ(pk_step(UINT64_MAX), PK_OK);
+  ASSERT_EQ(pk_step_end(static_cast<uint64_t>(INT64_MAX) + 1), PK_OK);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  ResultPtr r = collect();
+  size_t nargs = 0;
+  const pk_event_arg* args = pk_result_event_args(r.get(), &nargs);
+  ASSERT_EQ(nargs, 2u);
+  for (size_t i = 0; i < nargs; ++i) {
+    EXPECT_EQ(std::string(pk_result_string(r.get(), args[i].key)), "num_samples");
+    EXPECT_EQ(args[i].value, INT64_MAX);
+  }
+}
+
 TEST_F(RecorderTest, StepsInternNoNamesSoLongRunsDoNotGrowTheNameTable) {
   // Each step's name ("ProfileStep#<n>") is made by the collect, in the
   // result only: a million recorded steps must not leave a million names in
@@ -799,6 +943,67 @@ TEST_F(RecorderTest, UnknownTypesAndNamesAreSanitized) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].name, 0u);
   EXPECT_EQ(ev[0].type, PK_EVENT_USER_DEFINED);
+}
+
+// Lowers the name table's capacity for a test (to what it holds: full) and
+// puts it back.
+struct FullNameTable {
+  FullNameTable() { NameTable::instance().set_capacity_for_testing(NameTable::instance().size()); }
+  ~FullNameTable() { NameTable::instance().set_capacity_for_testing(NameTable::kMaxNames); }
+  FullNameTable(const FullNameTable&) = delete;
+  FullNameTable& operator=(const FullNameTable&) = delete;
+};
+
+uint64_t dropped_events_so_far() {
+  pk_counters counters{};
+  counters.struct_size = sizeof counters;
+  EXPECT_EQ(pk_get_counters(&counters), PK_OK);
+  return counters.dropped_events;
+}
+
+// Once the name table is full (4,194,304 names in a process; the test fills
+// it sooner), a new name could not be interned, and an event named by text
+// was kept as "" without a word: now it is dropped and counted, with its
+// arguments, and a string argument whose value cannot be interned is lost
+// rather than "". A step's num_samples, whose key the collect used to intern
+// (failing the whole collect), arrives.
+TEST_F(RecorderTest, EventsWhoseNameCannotBeInternedAreDroppedAndCounted) {
+  const char* const known = "named before the table filled";
+  const pk_name_id key = pk_intern("key interned before");
+  pk_intern(known);
+  const uint64_t dropped_before = dropped_events_so_far();
+  ResultPtr r;
+  {
+    const FullNameTable full;
+    EXPECT_EQ(pk_intern("one name too many"), 0u);
+    EXPECT_NE(std::string(pk_last_error()).find("the name table is full"), std::string::npos) << pk_last_error();
+    ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+    ASSERT_EQ(pk_step_begin(0), PK_OK);
+    pk_begin_event_str(known, PK_EVENT_USER_DEFINED);
+    pk_event_arg_str(key, "a value never interned");  // lost
+    pk_begin_event_str("a name never interned", PK_EVENT_USER_DEFINED);
+    EXPECT_NE(std::string(pk_last_error()).find("the name table is full"), std::string::npos) << pk_last_error();
+    pk_event_arg_int(key, 1);  // lost with its event
+    pk_end_event();
+    pk_end_event();
+    ASSERT_EQ(pk_step_end(8), PK_OK);
+    ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+    pk_result* collected = nullptr;
+    ASSERT_EQ(pk_collect(&collected), PK_OK) << pk_last_error();
+    r.reset(collected);
+  }
+  std::vector<std::string> names;
+  for (const pk_host_event& e : events_of(r.get())) names.push_back(name_of(r.get(), e));
+  EXPECT_EQ(names, (std::vector<std::string>{"ProfileStep#0", known}));
+  const pk_result_info info = info_of(r.get());
+  EXPECT_EQ(info.dropped_events, 1u);
+  EXPECT_EQ(info.lost_event_args, 2u);
+  size_t nargs = 0;
+  const pk_event_arg* args = pk_result_event_args(r.get(), &nargs);
+  ASSERT_EQ(nargs, 1u);
+  EXPECT_EQ(std::string(pk_result_string(r.get(), args[0].key)), "num_samples");
+  EXPECT_EQ(args[0].value, 8);
+  EXPECT_EQ(dropped_events_so_far(), dropped_before + 1);  // the engine-wide counter too
 }
 
 TEST_F(RecorderTest, MetadataRankAndCountersReachTheResult) {

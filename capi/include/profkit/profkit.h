@@ -86,7 +86,9 @@ extern "C" {
 /* Types                                                                     */
 /* ------------------------------------------------------------------------- */
 
-/* A small, stable id for an interned name. 0 is the empty name. */
+/* A small, stable id for an interned name. 0 is the empty name. 0xFFFFFFFF is
+ * never a name's id: the engine marks with it an event whose name could not be
+ * interned, and collects drop such an event and count it (since 1.26). */
 typedef uint32_t pk_name_id;
 
 /* What an event marks. The values are fixed forever. */
@@ -182,7 +184,9 @@ PK_API const char* pk_event_type_name(pk_event_type type) PK_NOEXCEPT;
 /* Interns a UTF-8 name and returns its id; the same text always gives the same
  * id for the life of the process. NULL or "" give 0. Thread-safe; takes a lock,
  * so intern names once (at registration) and pass ids on the hot path. Returns
- * 0 and sets pk_last_error() if memory runs out. */
+ * 0 and sets pk_last_error() (PK_ERR_OUT_OF_MEMORY) if memory runs out or the
+ * process's name table is full (4,194,304 names: intern stable names, not
+ * per-call strings such as addresses). */
 PK_API pk_name_id pk_intern(const char* utf8_name) PK_NOEXCEPT;
 
 /* The text of an interned id, or NULL for an id never returned by pk_intern.
@@ -207,7 +211,10 @@ PK_API void pk_begin_event(pk_name_id name, pk_event_type type) PK_NOEXCEPT;
 PK_API void pk_end_event(void) PK_NOEXCEPT;
 
 /* pk_begin_event with the name given as text: interned through a per-thread
- * cache (no lock once a name has been seen by the thread). NULL is "". */
+ * cache (no lock once a name has been seen by the thread). NULL is "". A name
+ * that cannot be interned (see pk_intern) drops the event, counted in
+ * dropped_events when collected, and sets pk_last_error() on the calling
+ * thread (since 1.26; before, the event was recorded as "" uncounted). */
 PK_API void pk_begin_event_str(const char* utf8_name, pk_event_type type) PK_NOEXCEPT;
 
 /* The recording word: nonzero exactly while recording (it holds the id of the
@@ -391,7 +398,10 @@ PK_API void pk_complete_event_ticks(pk_name_id name, pk_event_type type, uint64_
  * An argument attached to an event still open at a pk_collect comes with that
  * event in the result that takes it (since 1.14; before, it was lost); if the
  * event never ends in a recording window, its arguments are counted in
- * pk_result_info.lost_event_args. */
+ * pk_result_info.lost_event_args. Since 1.26 an argument that finds no room
+ * under the memory cap is counted there too (before, in dropped_events, as if
+ * it were an event), and so is a pk_event_arg_str whose value cannot be
+ * interned (the name table is full; before, the value was recorded as ""). */
 PK_API void pk_event_arg_int(pk_name_id key, int64_t value) PK_NOEXCEPT;
 PK_API void pk_event_arg_str(pk_name_id key, const char* utf8_value) PK_NOEXCEPT;
 
@@ -458,7 +468,16 @@ PK_API void pk_record_memory(int32_t device, uint64_t address, int64_t bytes, ui
  * each window's start and end map record buffers for the next window ahead
  * (as many as the last window took: 2-32 MiB, at most half of what the
  * memory cap leaves; counted in memory_used), so that recording threads do
- * not map them mid-window; entering CLOSED unmaps the unused ones.
+ * not map them mid-window; entering CLOSED unmaps the unused ones. Since
+ * 1.26 entering CLOSED, and each pk_collect while CLOSED, also gives back the
+ * record buffer of every live thread whose records have all been collected,
+ * all but its first page, which alone stays counted in memory_used; the
+ * thread takes a new buffer when it next records. Before, a thread that had
+ * recorded kept its 256 KiB, counted against the cap, until it exited. A
+ * record that a call which read the recording state before the window closed
+ * writes after its buffer was given back goes to no result and is counted:
+ * an event in unfinished_events, an argument in lost_event_args, a memory
+ * event in dropped_events.
  * Thread-safe; serialized with pk_collect. */
 PK_API pk_status pk_set_state(pk_state state) PK_NOEXCEPT;
 
@@ -486,7 +505,9 @@ PK_API pk_status pk_remove_state_listener(uint64_t handle) PK_NOEXCEPT;
 /* The current state. One relaxed atomic load. Thread-safe. */
 PK_API pk_state pk_get_state(void) PK_NOEXCEPT;
 
-/* Ends "ProfileStep#n" (with num_samples attached, 0 for unknown) and begins
+/* Ends "ProfileStep#n" (with num_samples attached, 0 for unknown; since 1.26
+ * a num_samples above INT64_MAX is recorded as INT64_MAX: an argument's value
+ * is an int64_t, and larger counts read back as negative) and begins
  * "ProfileStep#n+1" at the same instant, on the calling thread. The first call
  * without an open step begins ProfileStep#<current step>. Steps are kept in the
  * result only while recording. Thread-safe, but steps are one sequence per
@@ -569,7 +590,8 @@ PK_API pk_status pk_set_metadata(const char* key, const char* value) PK_NOEXCEPT
 typedef struct pk_counters {
   size_t struct_size;         /* set by the caller to sizeof(pk_counters) */
   uint64_t recorded_events;   /* complete host records written */
-  uint64_t dropped_events;    /* dropped because the memory cap was reached */
+  uint64_t dropped_events;    /* dropped because the memory cap was reached; since 1.26 also, once collected,
+                                 events whose name could not be interned */
   uint64_t unmatched_ends;    /* pk_end_event with no open event */
   uint64_t overflowed_events; /* dropped because nesting exceeded the limit */
   uint64_t memory_used;       /* bytes of record buffers held now */
@@ -830,7 +852,9 @@ typedef struct pk_result_info {
   int64_t clock_offset_ns; /* wall-clock (UNIX epoch) ns = engine ns + offset */
   uint64_t host_event_count;
   uint64_t thread_count;
-  uint64_t dropped_events; /* memory cap reached */
+  uint64_t dropped_events; /* memory cap reached; since 1.26 also events whose name could not be interned
+                              (pk_begin_event_str with the name table full) and memory events written in the
+                              race at a close (see pk_set_state) */
   uint64_t unmatched_ends;
   uint64_t overflowed_events; /* nested past the depth limit (256 levels; since 1.24 also those recorded whole) */
   uint64_t unfinished_events; /* still open when collected */
@@ -848,7 +872,10 @@ typedef struct pk_result_info {
   /* 1.14: arguments (pk_event_arg_int/str) in no result because their event
    * never ended inside a recording window: still open when the closed window
    * was collected, left open by a thread that exited, or dropped at the
-   * memory cap. */
+   * memory cap (or, since 1.26, because its name could not be interned).
+   * Since 1.26 also arguments that found no room under the memory cap
+   * themselves (before, counted in dropped_events) or whose string value
+   * could not be interned. */
   uint64_t lost_event_args;
 } pk_result_info;
 

@@ -121,10 +121,14 @@ _KEYS: Dict[str, int] = {}
 
 
 def arg_key(name: str) -> int:
-    """The engine's id of an argument key, interned once."""
+    """The engine's id of an argument key, interned once; that of "" while
+    the engine's name table is full (the collective is not the one to fail)."""
     found = _KEYS.get(name)
     if found is None:
-        found = _KEYS[name] = _C.intern(name)
+        try:
+            found = _KEYS[name] = _C.intern(name)
+        except MemoryError:
+            return 0
     return found
 
 

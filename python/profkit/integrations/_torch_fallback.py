@@ -102,8 +102,15 @@ def schema_inputs(arguments: Sequence[Tuple[str, bool]], args: Sequence[Any], kw
 
 def _name_id(name: str) -> int:
     """The operator's event name ("aten::add", as RecordFunction names it); 0
-    for the profiler's own operators, which torch never reports to RecordFunction."""
-    return 0 if name.startswith("profiler::") else _C.intern(name)
+    (not recorded) for the profiler's own operators, which torch never
+    reports to RecordFunction, and when the engine's name table is full: the
+    user's operator runs all the same."""
+    if name.startswith("profiler::"):
+        return 0
+    try:
+        return _C.intern(name)
+    except MemoryError:
+        return 0
 
 
 class _ModeStack:
