@@ -9,6 +9,7 @@ import profkit
 from profkit import RecordEvent, SummaryView, TracerEventType
 
 from test_chrome_validity import assert_same_result, read_exact, strict_problems
+from test_with_stack import record
 
 
 def busy(n=20000):
@@ -16,17 +17,6 @@ def busy(n=20000):
     for i in range(n):
         total += i
     return total
-
-
-def record(body, **options):
-    """Runs body(prof) inside one recording window; returns the window's result."""
-    prof = profkit.Profiler(on_trace_ready=lambda p: None, timer_only=False, **options)
-    prof.start()
-    try:
-        body(prof)
-    finally:
-        prof.stop()
-    return prof.profiler_result
 
 
 def crossings(result):
