@@ -25,34 +25,41 @@ double largest_time(const TypeRow& r) {
   return std::max(cpu, gpu);
 }
 
-// An asynchronous collective's second event, "<name> (in flight)" on the
-// thread "profkit: collectives in flight", spans the time its work was under
-// way: the same call again, not one of its own. The name is the rule
-// profkit.cross_rank uses too (IN_FLIGHT_SUFFIX in
-// python/profkit/integrations/_collectives_in_flight.py).
+// Communication events that are no call of their own, by name, as
+// profkit.cross_rank counts calls too:
+// - an asynchronous collective's second event, "<name> (in flight)" on the
+//   thread "profkit: collectives in flight", spans the time its work was
+//   under way: the same call again (IN_FLIGHT_SUFFIX in
+//   python/profkit/integrations/_collectives_in_flight.py);
+// - "DDP wait for all_reduce" is the end of a backward pass waiting for
+//   DDP's bucket all-reduces, already calls (DDP_WAIT_NAME in
+//   python/profkit/integrations/_collective_calls.py).
 constexpr std::string_view kInFlightSuffix = " (in flight)";
+constexpr std::string_view kDdpWaitName = "DDP wait for all_reduce";
 
-bool is_in_flight_name(std::string_view name) noexcept {
-  return name.size() >= kInFlightSuffix.size() && name.substr(name.size() - kInFlightSuffix.size()) == kInFlightSuffix;
+bool is_no_call_name(std::string_view name) noexcept {
+  const bool in_flight =
+      name.size() >= kInFlightSuffix.size() && name.substr(name.size() - kInFlightSuffix.size()) == kInFlightSuffix;
+  return in_flight || name == kDdpWaitName;
 }
 
-// The Communication events that are in-flight copies. The names are checked
-// first: the string table is far shorter than the events, and only runs of
-// asynchronous CPU collectives have such a name.
-uint64_t in_flight_copies(const Result& r) {
-  std::vector<uint8_t> in_flight(r.strings.size(), 0);
+// The Communication events that are no calls. The names are checked first:
+// the string table is far shorter than the events, and only runs of
+// asynchronous CPU collectives or instrumented DDP have such a name.
+uint64_t no_call_events(const Result& r) {
+  std::vector<uint8_t> no_call(r.strings.size(), 0);
   bool any = false;
   for (size_t i = 0; i < r.strings.size(); ++i) {
-    in_flight[i] = is_in_flight_name(r.strings.view(i));
-    any |= in_flight[i] != 0;
+    no_call[i] = is_no_call_name(r.strings.view(i));
+    any |= no_call[i] != 0;
   }
   if (!any) return 0;
-  uint64_t copies = 0;
+  uint64_t events = 0;
   for (const pk_host_event& e : r.host_events) {
     // As host_calls counts them: instants are no calls.
-    copies += e.type == PK_EVENT_COMMUNICATION && !is_instant(e) && e.name < in_flight.size() && in_flight[e.name];
+    events += e.type == PK_EVENT_COMMUNICATION && !is_instant(e) && e.name < no_call.size() && no_call[e.name];
   }
-  return copies;
+  return events;
 }
 
 // The Communication row's calls: the calls made on the CPU, or, when none
@@ -60,7 +67,7 @@ uint64_t in_flight_copies(const Result& r) {
 // communication records.
 uint64_t communication_calls(const SummaryContext& c, const CommunicationTimes& communication) {
   const uint64_t host = c.host_calls[PK_EVENT_COMMUNICATION];
-  const uint64_t calls = host == 0 ? 0 : host - std::min(host, in_flight_copies(*c.result));
+  const uint64_t calls = host == 0 ? 0 : host - std::min(host, no_call_events(*c.result));
   return calls > 0 ? calls : communication.gpu_calls;
 }
 

@@ -4,8 +4,9 @@
 // ratio to total_time, largest first. The first row is the total itself
 // (ProfileStep, or "Total Time" when the recorded span stands in for it).
 // Communication's calls are the calls made: an asynchronous collective's
-// "(in flight)" event is not a second call (its time still counts), and
-// without Communication host events the GPU communication records count.
+// "(in flight)" event is not a second call, nor is instrumented DDP's "DDP
+// wait for all_reduce" (their time still counts), and without Communication
+// host events the GPU communication records count.
 // Thread-safety: pure function of its inputs.
 #pragma once
 

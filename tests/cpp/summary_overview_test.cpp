@@ -291,4 +291,18 @@ TEST(SummaryOverview, InFlightCopiesOfAsyncCollectivesAreNoCalls) {
   EXPECT_EQ(value(t, "Communication", "CPU Time"), 310);  // [100,300) + [500,600) + [700,710)
 }
 
+// DDP's wait at the end of backward for its bucket all-reduces, already
+// calls of their own (as profkit.cross_rank counts them).
+TEST(SummaryOverview, DdpsWaitForItsAllReducesIsNoCall) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 100, 150);  // a bucket
+  b.event(1, "all_reduce", PK_EVENT_COMMUNICATION, 200, 250);  // a bucket
+  b.event(1, "DDP wait for all_reduce", PK_EVENT_COMMUNICATION, 600, 700);
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kOverview);
+  EXPECT_EQ(value(t, "Communication", "Calls"), 2);
+  EXPECT_EQ(value(t, "Communication", "CPU Time"), 200);  // the wait's time counts
+}
+
 }  // namespace
