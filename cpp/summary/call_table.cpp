@@ -78,10 +78,10 @@ std::string untimed_note(uint64_t untimed_calls) {
          " had no timestamps (CUPTI gave none): counted in Calls, not in the GPU times.";
 }
 
-std::string unattached_note(uint64_t unattached_records) {
+std::string unattached_note(uint64_t unattached_records, const char* owners) {
   const bool one = unattached_records == 1;
   return std::to_string(unattached_records) + (one ? " GPU record has" : " GPU records have") +
-         " no captured launch, so no operator's GPU time counts " + (one ? "it" : "them") +
+         " no captured launch, so no " + owners + " GPU time counts " + (one ? "it" : "them") +
          " (launched through the CUDA driver API, as cuBLAS and Triton do; PROFKIT_CUPTI_DRIVER=all records "
          "those launches).";
 }

@@ -70,8 +70,9 @@ std::string untimed_note(uint64_t untimed_calls);
 
 // GPU records whose launch was not captured (pk_result_info's
 // unattached_device_records) sit under no host event: the tables that give
-// operators their GPU time say so, and how to capture those launches.
-std::string unattached_note(uint64_t unattached_records);
+// calls their GPU time by launch say so, and how to capture those launches.
+// `owners` names what misses them ("operator's").
+std::string unattached_note(uint64_t unattached_records, const char* owners);
 
 // The OS thread id of thread index `thread`, 0 if out of range.
 uint64_t thread_id(const Result& result, uint32_t thread) noexcept;

@@ -41,7 +41,8 @@ SummaryTable make_kernel_table(const SummaryContext& c) {
   add_sorted_rows(t, columns, entries, c, 0, static_cast<double>(all_kernels_ns));
   t.notes.push_back("Ratio = kernel time / time of all kernels. Names drop template arguments and parameters.");
   if (untimed > 0) t.notes.push_back(untimed_note(untimed));
-  if (r.info.unattached_device_records > 0) t.notes.push_back(unattached_note(r.info.unattached_device_records));
+  if (r.info.unattached_device_records > 0)
+    t.notes.push_back(unattached_note(r.info.unattached_device_records, "operator's"));
   return t;
 }
 

@@ -57,8 +57,8 @@ void ModelTable::find_calls() {
   size_t phases = 0;
   for (uint32_t type : kPhases) phases += context_.host_calls[type];
   phases_.reserve(phases);
-  thread_records_loop_.assign(r.threads.size(), 0);
-  bool thread_without_loop = false;
+  thread_records_steps_.assign(r.threads.size(), 0);
+  bool thread_without_steps = false;
   std::vector<uint8_t> open_types;
   for (size_t t = 0; t < r.threads.size(); ++t) {
     const ThreadRecord& thread = r.threads[t];
@@ -84,12 +84,12 @@ void ModelTable::find_calls() {
       open_types.push_back(e.type);
     }
     for (size_t i = first_phase; i < phases_.size(); ++i) phases_[i].on_step_thread = has_steps;
-    thread_records_loop_[t] = has_steps || phases_.size() > first_phase;
-    thread_without_loop |= thread_records_loop_[t] == 0 && thread.first_event < end;
+    thread_records_steps_[t] = has_steps;
+    thread_without_steps |= !has_steps && thread.first_event < end;
   }
-  // Without a thread that records no loop, no launch is found a phase by
-  // time: count each phase as it closes instead of keeping millions.
-  keep_phases_ = thread_without_loop && !phases_.empty();
+  // When every thread records steps, no launch is found a phase by time:
+  // count each phase as it closes instead of keeping millions.
+  keep_phases_ = thread_without_steps && !phases_.empty();
   if (!keep_phases_) std::vector<Call>().swap(phases_);
   if (context_.has_steps) steps_by_time_.set_calls(&steps_);
   if (keep_phases_) phases_by_time_.set_calls(&phases_);
@@ -105,9 +105,9 @@ void ModelTable::begin_thread(size_t thread) {
   open_calls_.clear();
   open_steps_ = 0;
   open_phases_ = 0;
-  // A thread that records the loop keeps its launches outside the phases
+  // A thread that records steps keeps its launches outside the phases
   // ("Others"), even while another thread's phase is open.
-  thread_records_loop_now_ = thread >= thread_records_loop_.size() || thread_records_loop_[thread] != 0;
+  thread_records_steps_now_ = thread >= thread_records_steps_.size() || thread_records_steps_[thread] != 0;
   steps_by_time_.begin_thread();
   phases_by_time_.begin_thread();
 }
@@ -150,7 +150,11 @@ void ModelTable::on_close(const OpenStack& stack, const OpenEvent& closed) {
 
 void ModelTable::on_launch(const OpenStack& /*stack*/, const LaunchedWork& work) {
   const bool by_step_time = open_steps_ == 0;
-  const bool by_phase_time = !thread_records_loop_now_;
+  // Any other thread's launches outside its own phases belong to the phase
+  // open at the time: the autograd device thread runs CUDA backward, and
+  // records phases of its own only for what runs in its hooks (an optimizer
+  // step per gradient, activation checkpointing's Forward).
+  const bool by_phase_time = !thread_records_steps_now_ && open_phases_ == 0;
   // Most launches are inside a step on the loop thread: no time to look up.
   const uint64_t time_ns = by_step_time || by_phase_time ? context_.result->host_events[work.host_event].start_ns : 0;
   if (in_phase_and_step(time_ns, by_step_time, by_phase_time)) phases_gpu_in_steps_ns_ += work.duration_ns;
@@ -320,6 +324,8 @@ SummaryTable ModelTable::table() const {
         "GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make "
         "it exceed the call's time.");
   }
+  const uint64_t unattached = c.result->info.unattached_device_records;
+  if (unattached > 0) t.notes.push_back(unattached_note(unattached, "step's or phase's"));
   return t;
 }
 

@@ -115,14 +115,14 @@ class ModelTable : public HostEventVisitor {
 
   const SummaryContext& context_;
   std::vector<Call> steps_;
-  // Phases are kept only when a thread that records no step or phase might
-  // launch work they own; otherwise each is counted as it closes.
+  // Phases are kept only when a thread that records no step might launch
+  // work they own; otherwise each is counted as it closes.
   std::vector<Call> phases_;
   bool keep_phases_ = false;
   std::array<CallStats, PK_EVENT_TYPE_COUNT> counted_{};  // calls not kept
-  std::vector<uint8_t> thread_records_loop_;              // per thread: a step or phase event
+  std::vector<uint8_t> thread_records_steps_;             // per thread: a ProfileStep event
   LaunchTimeAttribution steps_by_time_;                   // for launches outside any step on their thread
-  LaunchTimeAttribution phases_by_time_;                  // for launches on threads that record no loop
+  LaunchTimeAttribution phases_by_time_;                  // for launches outside any phase on a thread without steps
   // GPU time of the steps that some phase has, each record once: the
   // phases' own totals count a record once per nested phase.
   uint64_t phases_gpu_in_steps_ns_ = 0;
@@ -133,8 +133,8 @@ class ModelTable : public HostEventVisitor {
   size_t next_phase_ = 0;
   std::vector<Call*> open_calls_;
   uint32_t open_steps_ = 0;
-  uint32_t open_phases_ = 0;              // of any type, instants aside
-  bool thread_records_loop_now_ = false;  // the thread being walked
+  uint32_t open_phases_ = 0;               // of any type, instants aside
+  bool thread_records_steps_now_ = false;  // the thread being walked
 };
 
 }  // namespace profkit

@@ -405,7 +405,7 @@ SummaryTable OperatorTable::table() {
   }
   if (untimed_ > 0) t.notes.push_back(untimed_note(untimed_));
   const uint64_t unattached = context_.result->info.unattached_device_records;
-  if (unattached > 0) t.notes.push_back(unattached_note(unattached));
+  if (unattached > 0) t.notes.push_back(unattached_note(unattached, "operator's"));
   return t;
 }
 

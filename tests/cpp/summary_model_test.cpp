@@ -107,10 +107,9 @@ TEST(SummaryModel, WorkLaunchedFromAHelperThreadBelongsToThePhaseOpenThen) {
   EXPECT_EQ(value(t, "Others", "GPU Total"), 0);
 }
 
-// A thread that records phases keeps its own: its launches outside them are
-// "Others" even while another thread's phase is open; and its launches
-// inside a phase but outside a step on its own thread still count for the
-// step open at the time.
+// A thread that records phases keeps the launches inside them; and its
+// launches inside a phase but outside a step on its own thread still count
+// for the step open at the time.
 TEST(SummaryModel, PhaseThreadsKeepTheirLaunchesAndStepsCountEveryThread) {
   TraceBuilder b;
   b.step(1, 0, 0, 1000);
@@ -128,6 +127,32 @@ TEST(SummaryModel, PhaseThreadsKeepTheirLaunchesAndStepsCountEveryThread) {
   EXPECT_EQ(value(t, "Dataloader", "GPU Total"), 30);
   EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 60);
   EXPECT_EQ(value(t, "Others", "GPU Total"), 10);
+}
+
+// CUDA backward runs on the autograd device thread, and an optimizer step
+// per gradient (a post-accumulate-grad hook) records Optimization there too.
+// That thread's other launches still belong to the Backward open on the step
+// thread; the step thread's own launches outside its phases stay "Others".
+TEST(SummaryModel, AThreadWithPhasesButNoStepsGivesItsOtherLaunchesToThePhaseOpenThen) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "backward", PK_EVENT_BACKWARD, 100, 900);
+  b.event(2, "aten::mm", PK_EVENT_OPERATOR, 150, 300);  // the autograd thread
+  b.launch(2, 200, 210, 1);
+  b.kernel("mm_grad", 220, 260, 1);  // 40 ns: Backward's
+  b.event(2, "optimizer", PK_EVENT_OPTIMIZATION, 400, 600);
+  b.launch(2, 450, 460, 2);
+  b.kernel("sgd", 470, 480, 2);  // 10 ns: Optimization's, once
+  b.launch(2, 700, 710, 3);
+  b.kernel("mm_grad2", 720, 740, 3);  // 20 ns: Backward's
+  b.launch(1, 950, 960, 4);
+  b.kernel("loose", 960, 965, 4);  // 5 ns on the step thread after Backward: Others
+  auto r = b.build();
+  const profkit::SummaryTable t = profkit_test::table_of(*r, SummaryView::kModel);
+  EXPECT_EQ(value(t, "Backward", "GPU Total"), 60);
+  EXPECT_EQ(value(t, "Optimization", "GPU Total"), 10);
+  EXPECT_EQ(value(t, "ProfileStep", "GPU Total"), 75);
+  EXPECT_EQ(value(t, "Others", "GPU Total"), 5);
 }
 
 // Phases of different types nest (an optimizer step run from a gradient

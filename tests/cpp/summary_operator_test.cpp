@@ -229,20 +229,22 @@ TraceBuilder operator_launching_one_kernel() {
 }
 
 // A kernel launched through the driver API where only runtime calls were
-// recorded has no launch: the tables that leave it out of operators' GPU
-// time say so and how to record those launches.
+// recorded has no launch: the tables that leave it out of operators' (or the
+// Model table's steps' and phases') GPU time say so and how to record those
+// launches.
 TEST(SummaryOperator, KernelsWithoutACapturedLaunchAreNamedUnderTheTables) {
   TraceBuilder b = operator_launching_one_kernel();
   b.kernel("cutlass_gemm", 310, 320, 2);  // correlation 2: no launch recorded
   b.kernel("cutlass_gemm", 330, 340, 3);
   auto r = b.build();
   ASSERT_EQ(r->info.unattached_device_records, 2u);
-  for (SummaryView view : {SummaryView::kOperator, SummaryView::kKernel}) {
+  for (SummaryView view : {SummaryView::kOperator, SummaryView::kKernel, SummaryView::kModel}) {
     const profkit::SummaryTable t = profkit_test::table_of(*r, view);
+    const char* owners = view == SummaryView::kModel ? "no step's or phase's GPU time" : "no operator's GPU time";
     bool says_so = false;
     for (const std::string& note : t.notes) {
       says_so |= note.find("2 GPU records have no captured launch") != std::string::npos &&
-                 note.find("PROFKIT_CUPTI_DRIVER=all") != std::string::npos;
+                 note.find(owners) != std::string::npos && note.find("PROFKIT_CUPTI_DRIVER=all") != std::string::npos;
     }
     EXPECT_TRUE(says_so) << t.title;
   }
