@@ -8,8 +8,8 @@ difference: the launch-bound loop of gpu_vs_torch_profiler.py under profkit's
 GPU tracing as it is, and with one setting changed at a time through CUPTI's
 own API (ctypes on the libcupti profkit loaded), after profkit armed:
 
-- "no driver calls": PROFKIT_CUPTI_DRIVER=0 (no cuptiActivityEnableDriverApi
-  for the launch calls);
+- "no driver calls": PROFKIT_CUPTI_DRIVER=0 (no callbacks on the driver's
+  kernel launch calls, which tie cuBLAS's and Triton's kernels);
 - "CUPTI's thread ids": cuptiSetThreadIdType(DEFAULT) instead of SYSTEM
   (gettid);
 - "TSC timestamps": a timestamp callback that reads the TSC (as

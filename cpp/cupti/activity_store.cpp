@@ -100,6 +100,26 @@ bool ActivityStore::add_api_call(const ApiCall& call) {
   return true;
 }
 
+bool ActivityStore::add_launch_seen_by_callback(const ApiCall& launch) {
+  if (launches_seen_by_callback_.size() >= max_records_) {
+    ++dropped_;
+    return false;
+  }
+  launches_seen_by_callback_.push_back(launch);
+  return true;
+}
+
+void ActivityStore::forget_launches_inside_runtime_calls(std::vector<uint32_t>& runtime_correlations) {
+  if (launches_seen_by_callback_.empty() || runtime_correlations.empty()) return;
+  std::sort(runtime_correlations.begin(), runtime_correlations.end());
+  auto inside_runtime_call = [&runtime_correlations](const ApiCall& launch) {
+    return std::binary_search(runtime_correlations.begin(), runtime_correlations.end(), launch.correlation_id);
+  };
+  launches_seen_by_callback_.erase(
+      std::remove_if(launches_seen_by_callback_.begin(), launches_seen_by_callback_.end(), inside_runtime_call),
+      launches_seen_by_callback_.end());
+}
+
 bool ActivityStore::add_kernel(const pk_device_event& event, const LaunchShape& shape) {
   if (!has_room()) return false;
   KernelKey key{event.device, shape};
@@ -123,8 +143,9 @@ bool ActivityStore::add_memory_op(const pk_device_event& event, const pk_memory_
 }
 
 size_t ActivityStore::memory_bytes() const noexcept {
-  size_t bytes = calls_.capacity() * sizeof(ApiCall) + events_.capacity() * sizeof(pk_device_event) +
-                 kernels_.capacity() * sizeof(KernelKey) + memory_ops_.capacity() * sizeof(pk_memory_op_detail);
+  size_t bytes = (calls_.capacity() + launches_seen_by_callback_.capacity()) * sizeof(ApiCall) +
+                 events_.capacity() * sizeof(pk_device_event) + kernels_.capacity() * sizeof(KernelKey) +
+                 memory_ops_.capacity() * sizeof(pk_memory_op_detail);
   for (const std::string& n : names_) bytes += n.capacity() + sizeof(std::string);
   return bytes;
 }
@@ -192,6 +213,11 @@ class ActivityStore::ResultNames {
 
 ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectSpan& span, const GpuDevices& devices) {
   ContributeStats stats;
+  // The launches no runtime call claimed are driver calls like any other
+  // now (a runtime call still running at the flush shadows its own in
+  // add_api_calls, or it is discarded with no work attached).
+  for (const ApiCall& launch : launches_seen_by_callback_) add_api_call(launch);
+  launches_seen_by_callback_.clear();
   // What waits for the next collect moves into a fresh store, so the names
   // and details of discarded records are forgotten with this one.
   ActivityStore next(api_name_fn_, max_records_);

@@ -16,7 +16,8 @@
 //     them) belongs when its launch call does or when it arrived while a
 //     window was open; it is flagged PK_DEVICE_EVENT_NO_TIMING and placed at
 //     the end of its launch call (or at the span start);
-//   - a driver call (cuLaunchKernel from Triton-like code) is kept only when
+//   - a driver call (cuLaunchKernel from cuBLAS or Triton, recorded by CUPTI's
+//     DRIVER kind or seen by the tracer's launch callback) is kept only when
 //     GPU work is attached to it and no runtime call has its correlation id,
 //     so launches made through the runtime are not doubled;
 //   - while recording continues, what starts after the span waits for the
@@ -108,6 +109,16 @@ class ActivityStore {
 
   // Each returns false when the record was dropped (record cap reached).
   bool add_api_call(const ApiCall& call);
+  // A driver kernel launch seen by CUPTI's callback (flags kApiCallDriver).
+  // Most are the inner half of a runtime launch, whose runtime record comes
+  // later in a buffer: they wait apart, uncounted by the cap, until
+  // forget_launches_inside_runtime_calls drops them; the rest (cuBLAS's and
+  // Triton's own launches) join the API calls at the next contribute.
+  // Returns false when dropped (more waiting than the record cap).
+  bool add_launch_seen_by_callback(const ApiCall& launch);
+  // Forgets the waiting launches that share a correlation id with one of
+  // `runtime_correlations` (a buffer's runtime records; sorted here).
+  void forget_launches_inside_runtime_calls(std::vector<uint32_t>& runtime_correlations);
   // `event.detail` is ignored: the store keeps `shape` and computes the
   // kernel detail (with occupancy) at contribute time.
   bool add_kernel(const pk_device_event& event, const LaunchShape& shape);
@@ -120,7 +131,10 @@ class ActivityStore {
   size_t api_call_count() const noexcept { return calls_.size(); }
   size_t device_event_count() const noexcept { return events_.size(); }
   uint64_t dropped() const noexcept { return dropped_; }
-  bool empty() const noexcept { return calls_.empty() && events_.empty() && dropped_ == 0; }
+  size_t waiting_launch_count() const noexcept { return launches_seen_by_callback_.size(); }
+  bool empty() const noexcept {
+    return calls_.empty() && events_.empty() && launches_seen_by_callback_.empty() && dropped_ == 0;
+  }
   // Heap bytes held (capacities), for the memory benchmarks.
   size_t memory_bytes() const noexcept;
 
@@ -179,7 +193,8 @@ class ActivityStore {
   uint64_t dropped_ = 0;
 
   std::vector<ApiCall> calls_;
-  std::vector<pk_device_event> events_;  // name and detail are store-local
+  std::vector<ApiCall> launches_seen_by_callback_;  // waiting: see add_launch_seen_by_callback
+  std::vector<pk_device_event> events_;             // name and detail are store-local
 
   std::deque<std::string> names_;  // deque: growing keeps the views below valid
   std::unordered_map<std::string_view, uint32_t> name_ids_;

@@ -44,7 +44,7 @@ bool load_cupti_api(void* handle, CuptiApi* api, std::string* error) {
       resolve(handle, "cuptiFinalize", &a.finalize, true, error) &&
       resolve(handle, "cuptiActivityRegisterTimestampCallback", &a.register_timestamp_callback, true, error) &&
       resolve(handle, "cuptiActivityEnableRuntimeApi", &a.enable_runtime_api, false, error) &&
-      resolve(handle, "cuptiActivityEnableDriverApi", &a.enable_driver_api, false, error) &&
+      resolve(handle, "cuptiEnableCallback", &a.enable_callback, false, error) &&
       resolve(handle, "cuptiGetCallbackName", &a.get_callback_name, false, error);
   if (ok) *api = a;
   return ok;

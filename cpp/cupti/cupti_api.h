@@ -30,7 +30,8 @@ struct CuptiApi {
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp_callback = nullptr;
   // Optional: absent from older CUPTIs; the tracer works without them.
   decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
-  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
+  // Callbacks on chosen calls (the driver's kernel launches: see CuptiTracer).
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
 
   // CUPTI's own name for a result ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES").

@@ -1,7 +1,10 @@
 #include "cupti/cupti_tracer.h"
 
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -48,13 +51,10 @@ bool env_is_zero(const char* name) {
   return v != nullptr && std::strcmp(v, "0") == 0;
 }
 
-// Whether $PROFKIT_CUPTI_DRIVER asks for every driver API call ("all").
-// Asking for the launch calls alone (cuptiActivityEnableDriverApi, the
-// default) leaves some without a record: on an H200 with CUDA 13.0, cuBLAS's
-// cuLaunchKernel calls got none, and torch.profiler (which records every
-// driver call) tied those kernels to their launch where profkit could not.
-// Recording every driver call ties them all, at about 1.3-1.5 us more per
-// launch there (BENCHMARKS.md, "GPU tracing").
+// Whether $PROFKIT_CUPTI_DRIVER asks for every driver API call ("all"):
+// CUPTI's DRIVER activity kind, about 1.3-1.5 us more per launch on an H200
+// (BENCHMARKS.md, "GPU tracing"). By default the tracer asks for callbacks
+// on the driver's kernel launch calls alone instead (see on_driver_launch).
 bool env_wants_every_driver_call() {
   const char* v = std::getenv("PROFKIT_CUPTI_DRIVER");
   return v != nullptr && strcasecmp(v, "all") == 0;
@@ -75,7 +75,10 @@ CuptiTracer& CuptiTracer::instance() {
 }
 
 CuptiTracer::CuptiTracer(const GpuSupport& support)
-    : support_(support), api_(support.cupti), store_(api_display_name, record_cap()) {}
+    : support_(support),
+      api_(support.cupti),
+      launch_cbids_(kernel_launch_driver_cbids()),
+      store_(api_display_name, record_cap()) {}
 
 CuptiTracer::~CuptiTracer() {
   bool registered = false;
@@ -249,6 +252,7 @@ void CuptiTracer::forget_in_forked_child() noexcept {
     phase_ = Phase::kOff;
     activities_on_ = false;
     driver_kind_on_ = false;
+    launch_callbacks_on_.store(false);
     attached_.store(false);
     detach_requested_.store(false);
     subscriber_ = nullptr;
@@ -331,19 +335,23 @@ void CuptiTracer::enable_activities_locked() {
   if (api_.enable_runtime_api != nullptr) {
     for (uint32_t cbid : noisy_runtime_cbids()) api_.enable_runtime_api(cbid, 0);
   }
-  if (api_.enable_driver_api != nullptr && !env_is_zero("PROFKIT_CUPTI_DRIVER")) {
-    for (uint32_t cbid : kernel_launch_driver_cbids()) api_.enable_driver_api(cbid, 1);
-  }
-  // After the per-call choices, which the kind overrides (cupti_activity.h).
   driver_kind_on_ = env_wants_every_driver_call() && api_.activity_enable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
+  // The DRIVER kind records these launches itself; "0" asks for no driver call.
+  if (!driver_kind_on_ && !env_is_zero("PROFKIT_CUPTI_DRIVER") && api_.enable_callback != nullptr) {
+    bool any = false;
+    for (uint32_t cbid : launch_cbids_) {
+      any |= api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
+    }
+    launch_callbacks_on_.store(any, std::memory_order_relaxed);
+  }
 }
 
 void CuptiTracer::disable_activities_locked() noexcept {
   for (CUpti_ActivityKind kind : kActivityKinds) api_.activity_disable(kind);
   if (driver_kind_on_) api_.activity_disable(CUPTI_ACTIVITY_KIND_DRIVER);
   driver_kind_on_ = false;
-  if (api_.enable_driver_api != nullptr) {
-    for (uint32_t cbid : kernel_launch_driver_cbids()) api_.enable_driver_api(cbid, 0);
+  if (launch_callbacks_on_.exchange(false, std::memory_order_relaxed)) {
+    for (uint32_t cbid : launch_cbids_) api_.enable_callback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
   activities_on_ = false;
 }
@@ -455,6 +463,42 @@ CuptiTracer::Stats CuptiTracer::stats() {
 
 uint64_t CUPTIAPI CuptiTracer::engine_clock() { return monotonic_ns(); }
 
+// CUPTI calls back at both ends of every launch call, the runtime's own
+// included (cudaLaunchKernel goes through cuLaunchKernel, under the runtime
+// call's correlation id); the store forgets those once their runtime record
+// arrives. What stays are the launches made through the driver API itself:
+// cuBLAS's cuLaunchKernel, Triton's. Seen on an H200 with CUDA 13.0: these
+// callbacks tied 380 of 380 kernels of a conv net (the runtime records 370)
+// and 50 of 50 Triton kernels (0), for about 0.27 us more per launch where
+// the DRIVER kind costs 1.3-1.5 us in profkit (BENCHMARKS.md).
+void CuptiTracer::on_driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  // A launch starts and ends on its thread, and launch calls do not nest.
+  thread_local uint64_t t_launch_start_ns = 0;
+  // Cached: a forked child never traces (forget_in_forked_child).
+  thread_local uint32_t t_tid = 0;
+  if (std::find(launch_cbids_.begin(), launch_cbids_.end(), cbid) == launch_cbids_.end()) return;
+  if (call.callbackSite == CUPTI_API_ENTER) {
+    t_launch_start_ns = monotonic_ns();
+    return;
+  }
+  if (call.callbackSite != CUPTI_API_EXIT) return;
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  ApiCall launch;
+  launch.start_ns = t_launch_start_ns;
+  launch.end_ns = std::max(launch.start_ns, monotonic_ns());
+  launch.tid = t_tid;
+  launch.correlation_id = call.correlationId;
+  launch.flags = kApiCallDriver;
+  try {
+    std::lock_guard<std::mutex> lock(store_mutex_);
+    if (!filter_.accepting || launch.start_ns < filter_.accept_from_ns) return;  // as the decoder filters
+    launch.name = store_.api_name(true, cbid);
+    store_.add_launch_seen_by_callback(launch);
+  } catch (...) {
+    // Out of memory: this kernel stays unattached (counted as such).
+  }
+}
+
 void CUPTIAPI CuptiTracer::on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   CuptiTracer* t = g_attached.load();
   uint8_t* b = t != nullptr ? t->pool_.acquire() : nullptr;
@@ -479,8 +523,12 @@ void CuptiTracer::buffer_completed(CUcontext context, uint32_t stream, uint8_t* 
     const CUptiResult walk = list_records(buffer, valid_bytes, api_.get_next_record, &records);
     size_t cupti_dropped = 0;
     if (api_.get_num_dropped_records(context, stream, &cupti_dropped) != CUPTI_SUCCESS) cupti_dropped = 0;
+    thread_local std::vector<uint32_t> runtime_correlations;
+    runtime_correlations.clear();
+    append_runtime_correlation_ids(records, &runtime_correlations);
     std::lock_guard<std::mutex> lock(store_mutex_);
     for (const CUpti_Activity* r : records) decode_record(r, filter_, &store_, &decoded_);
+    store_.forget_launches_inside_runtime_calls(runtime_correlations);
     if (filter_.accepting) {
       if (walk != CUPTI_ERROR_MAX_LIMIT_REACHED) store_.add_dropped(1);  // the unreadable rest of the buffer
       store_.add_dropped(cupti_dropped);
@@ -492,13 +540,17 @@ void CuptiTracer::buffer_completed(CUcontext context, uint32_t stream, uint8_t* 
   pool_.release(buffer);
 }
 
-void CUPTIAPI CuptiTracer::on_api_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId /*cbid*/,
+void CUPTIAPI CuptiTracer::on_api_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                            const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
-  if (call == nullptr || call->callbackSite != CUPTI_API_EXIT) return;
+  if (call == nullptr) return;
   CuptiTracer* t = g_attached.load();
-  if (t == nullptr || !t->detach_requested_.load()) return;
+  if (t == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && t->launch_callbacks_on_.load(std::memory_order_relaxed)) {
+    t->on_driver_launch(cbid, *call);
+  }
+  if (call->callbackSite != CUPTI_API_EXIT || !t->detach_requested_.load()) return;
   // Never wait here: the thread arming the tracer may hold the lock while it
   // calls into CUPTI.
   std::unique_lock<std::mutex> lock(t->detach_mutex_, std::try_to_lock);

@@ -8,9 +8,12 @@
 //                       callback (the engine clock, so GPU times line up with
 //                       host events) and system thread ids.
 //   READY               enables kernel (CONCURRENT_KERNEL, never KERNEL: it
-//                       serializes kernels), memcpy, memset, runtime (minus
-//                       noisy calls) and driver kernel-launch records (every
-//                       driver call with PROFKIT_CUPTI_DRIVER=all); CUPTI's
+//                       serializes kernels), memcpy, memset and runtime
+//                       records (minus noisy calls), and callbacks on the
+//                       driver's kernel launch calls, which tie kernels
+//                       launched through the driver API (cuBLAS, Triton) to
+//                       their launch (CUPTI's DRIVER kind instead, every
+//                       driver call, with PROFKIT_CUPTI_DRIVER=all); CUPTI's
 //                       first-use cost is paid here, during warm-up; what
 //                       arrives is discarded.
 //   RECORD              opens a window; records are decoded as soon as CUPTI
@@ -35,8 +38,9 @@
 //
 // Thread-safety: all methods are thread-safe. Locks: control_mutex_ (state
 // changes, collect, enable) is taken after the Recorder's lock; store_mutex_
-// is taken by CUPTI's buffer-completed callback and is never held while
-// calling CUPTI, so a forced flush cannot deadlock; detach_mutex_ guards
+// is taken by CUPTI's buffer-completed callback and by the launch callbacks
+// (on the launching threads), and is never held while calling CUPTI or
+// CUDA, so a forced flush cannot deadlock; detach_mutex_ guards
 // attaching against the deferred cuptiFinalize (the callback only try-locks).
 // Ownership: the process tracer (instance()) is never destroyed, because
 // CUPTI may call back at exit.
@@ -124,6 +128,8 @@ class CuptiTracer final : public ActivitySource {
   static void CUPTIAPI on_api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                        const void* data);
   static uint64_t CUPTIAPI engine_clock();
+  // A driver launch call's enter or exit (callbacks on while launch_callbacks_on_).
+  void on_driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
   void buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t valid_bytes) noexcept;
 
   const GpuSupport& support_;
@@ -142,6 +148,10 @@ class CuptiTracer final : public ActivitySource {
   bool traced_since_collect_ = false;
   bool activities_on_ = false;
   bool driver_kind_on_ = false;  // every driver call recorded (PROFKIT_CUPTI_DRIVER=all)
+  // Callbacks on the driver's kernel launch calls are enabled (the default);
+  // read by CUPTI's callbacks on the launching threads.
+  std::atomic<bool> launch_callbacks_on_{false};
+  const std::vector<uint32_t> launch_cbids_;  // kernel_launch_driver_cbids(), fixed
   uint64_t flushes_ = 0;
 
   std::mutex detach_mutex_;

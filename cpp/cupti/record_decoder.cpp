@@ -218,6 +218,12 @@ void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, Act
   if (outcome == Outcome::kDropped) ++stats->dropped;
 }
 
+void append_runtime_correlation_ids(const std::vector<const CUpti_Activity*>& records, std::vector<uint32_t>* out) {
+  for (const CUpti_Activity* r : records) {
+    if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) out->push_back(as<ApiRecord>(r).correlationId);
+  }
+}
+
 DecodeStats decode_buffer(uint8_t* buffer, size_t valid_bytes, NextRecordFn next, const DecodeFilter& filter,
                           ActivityStore* store) {
   std::vector<const CUpti_Activity*> records;

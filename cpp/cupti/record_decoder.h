@@ -87,6 +87,10 @@ CUptiResult list_records(uint8_t* buffer, size_t valid_bytes, NextRecordFn next,
 // Decodes one record into `store`.
 void decode_record(const CUpti_Activity* record, const DecodeFilter& filter, ActivityStore* store, DecodeStats* stats);
 
+// Appends the correlation ids of the runtime API records among `records`
+// (kept or not: a launch inside one is that call's, whatever became of it).
+void append_runtime_correlation_ids(const std::vector<const CUpti_Activity*>& records, std::vector<uint32_t>* out);
+
 // Both steps for a whole buffer; an unreadable rest counts as one dropped record.
 DecodeStats decode_buffer(uint8_t* buffer, size_t valid_bytes, NextRecordFn next, const DecodeFilter& filter,
                           ActivityStore* store);

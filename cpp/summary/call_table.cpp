@@ -82,8 +82,8 @@ std::string unattached_note(uint64_t unattached_records, const char* owners) {
   const bool one = unattached_records == 1;
   return std::to_string(unattached_records) + (one ? " GPU record has" : " GPU records have") +
          " no captured launch, so no " + owners + " GPU time counts " + (one ? "it" : "them") +
-         " (launched through the CUDA driver API, as cuBLAS and Triton do; PROFKIT_CUPTI_DRIVER=all records "
-         "those launches).";
+         " (launched before GPU tracing saw the call, or through the CUDA driver API, as cuBLAS and Triton do, "
+         "while PROFKIT_CUPTI_DRIVER=0 left such launches out).";
 }
 
 }  // namespace profkit

@@ -422,6 +422,38 @@ TEST(ActivityStore, ADriverCallSharingItsRuntimeCallsCorrelationIsNotDoubled) {
   EXPECT_EQ(name_of(*r, r->host_events[r->device_events[0].launch_event].name), "cudaRuntime#211");
 }
 
+// Launches seen by the tracer's callback wait apart: those a buffer's
+// runtime records claim (the runtime's inner cuLaunchKernel) are forgotten
+// there, the rest become driver calls at the collect. Until then they count
+// against a cap of their own, not the records'.
+TEST(ActivityStore, LaunchesSeenByTheCallbackWaitUntilARuntimeRecordClaimsThem) {
+  ActivityStore s(fake_api_name, 4);
+  EXPECT_TRUE(s.add_api_call(call(s, 200, 210, 10)));
+  EXPECT_TRUE(s.add_api_call(call(s, 220, 230, 11)));
+  for (uint32_t c : {1u, 2u, 3u, 4u}) {
+    EXPECT_TRUE(s.add_launch_seen_by_callback(call(s, 300 + c, 310 + c, c, 307, true)));
+  }
+  EXPECT_FALSE(s.add_launch_seen_by_callback(call(s, 320, 330, 5, 307, true)));  // a fifth waiting: no room
+  EXPECT_EQ(s.dropped(), 1u);
+  EXPECT_EQ(s.waiting_launch_count(), 4u);
+  std::vector<uint32_t> buffer_runtime_calls{4, 3, 1};  // unsorted, as a buffer has them
+  s.forget_launches_inside_runtime_calls(buffer_runtime_calls);
+  EXPECT_EQ(s.waiting_launch_count(), 1u);  // correlation 2: launched through the driver itself
+  pk_device_event k = gpu(600, 700, 2);
+  k.name = s.kernel_name("_Z10cublasGemmv");
+  s.add_kernel(k, launch(1, 128, 16));
+  Fixture f;
+  const auto stats = s.contribute(*f.builder, span(100, 1000), {});
+  EXPECT_EQ(stats.api_calls, 3u);
+  EXPECT_EQ(stats.dropped, 1u);
+  EXPECT_EQ(s.waiting_launch_count(), 0u);
+  auto r = f.builder->finish();
+  ASSERT_EQ(r->device_events.size(), 1u);
+  ASSERT_NE(r->device_events[0].launch_event, PK_NO_EVENT);
+  EXPECT_EQ(name_of(*r, r->host_events[r->device_events[0].launch_event].name), "cuDriver#307");
+  EXPECT_EQ(r->info.unattached_device_records, 0u);
+}
+
 TEST(ActivityStore, TheRecordCapDropsAndCountsIntoTheResult) {
   ActivityStore s(fake_api_name, 3);
   EXPECT_TRUE(s.add_api_call(call(s, 300, 310, 1)));

@@ -79,6 +79,9 @@ struct Fake {
   int (*domain_enabled)(int) = fake<int (*)(int)>("fake_cupti_domain_enabled");
   int (*runtime_cbid_disabled)(uint32_t) = fake<int (*)(uint32_t)>("fake_cupti_runtime_cbid_disabled");
   int (*driver_cbid_enabled)(uint32_t) = fake<int (*)(uint32_t)>("fake_cupti_driver_cbid_enabled");
+  int (*driver_callback_enabled)(uint32_t) = fake<int (*)(uint32_t)>("fake_cupti_driver_callback_enabled");
+  uint32_t (*driver_launch_kernel)(const char*, uint32_t, uint64_t) =
+      fake<uint32_t (*)(const char*, uint32_t, uint64_t)>("fake_cupti_driver_launch_kernel");
   size_t (*pending)() = fake<size_t (*)()>("fake_cupti_pending");
   void (*add_dropped)(size_t) = fake<void (*)(size_t)>("fake_cupti_add_dropped");
   uint32_t (*launch_kernel)(const char*, uint32_t, int32_t, int32_t, uint16_t, int32_t, int32_t, uint64_t, uint64_t) =
@@ -179,7 +182,9 @@ TEST_F(Tracer, EnablingAttachesAndReadyEnablesTheActivityKinds) {
   EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME), 1);
   EXPECT_EQ(f.runtime_cbid_disabled(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020), 1);
   EXPECT_EQ(f.runtime_cbid_disabled(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), 0);
-  EXPECT_EQ(f.driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx), 1);
+  EXPECT_EQ(f.driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 0);  // no DRIVER records asked for
 
   std::string reason;
   EXPECT_TRUE(tracer->available(&reason)) << reason;
@@ -484,20 +489,111 @@ TEST_F(Tracer, ReArmingBeforeTheDetachHappensCancelsIt) {
 }
 
 TEST_F(Tracer, EveryDriverCallIsRecordedOnlyWhenAskedFor) {
-  // By default the launch calls alone (cheaper); PROFKIT_CUPTI_DRIVER=all
-  // adds CUPTI's DRIVER kind, which ties cuBLAS's cuLaunchKernel calls too.
+  // By default callbacks on the launch calls alone (cheaper);
+  // PROFKIT_CUPTI_DRIVER=all turns CUPTI's DRIVER kind on instead, and "0"
+  // asks for neither.
   tracer->set_enabled(true);
   ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
   EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 0);
-  EXPECT_EQ(f.driver_cbid_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 1);
   ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 0);  // off with the kinds
 
   setenv("PROFKIT_CUPTI_DRIVER", "all", 1);
   ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
   unsetenv("PROFKIT_CUPTI_DRIVER");
   EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 1);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 0);
   ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
   EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 0);  // switched off with the others
+
+  setenv("PROFKIT_CUPTI_DRIVER", "0", 1);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  unsetenv("PROFKIT_CUPTI_DRIVER");
+  EXPECT_EQ(f.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), 0);
+  EXPECT_EQ(f.driver_callback_enabled(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel), 0);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+}
+
+// cuBLAS and Triton launch with cuLaunchKernel, which CUPTI's runtime
+// records never see: the launch callback ties those kernels to their call
+// and operator, once each; the runtime's own launches (which go through
+// cuLaunchKernel too, under the runtime call's correlation id) stay single.
+TEST_F(Tracer, KernelsLaunchedThroughTheDriverApiAreTiedByTheLaunchCallback) {
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_READY), PK_OK);
+  f.driver_launch_kernel("_Z6warmupv", 7, 100);  // READY: not kept
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event_str("aten::mm", PK_EVENT_OPERATOR);
+  const uint32_t gemm = f.driver_launch_kernel("_Z11cublas_gemmv", 7, 1000);
+  const uint32_t add = f.launch("_Z6vecAddPfS_i", 7);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+
+  View v(collect());
+  ASSERT_EQ(v.device_count, 2u);
+  EXPECT_EQ(v.runtime_calls(), 2u);  // cuLaunchKernel and cudaLaunchKernel, no inner half twice
+  EXPECT_EQ(v.info().unattached_device_records, 0u);
+  const pk_device_event* k = v.by_correlation(gemm);
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(k->launch_event, PK_NO_EVENT);
+  EXPECT_EQ(v.name(v.host[k->launch_event].name), "cuLaunchKernel");
+  EXPECT_EQ(v.parent_name(k->launch_event), "aten::mm");
+  EXPECT_LE(v.host[k->launch_event].start_ns, v.host[k->launch_event].end_ns);
+  const pk_device_event* a = v.by_correlation(add);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a->launch_event, PK_NO_EVENT);
+  EXPECT_EQ(v.name(v.host[a->launch_event].name), "cudaLaunchKernel");
+}
+
+TEST_F(Tracer, WithoutDriverCallsTheDriversLaunchesStayUnattached) {
+  setenv("PROFKIT_CUPTI_DRIVER", "0", 1);
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  unsetenv("PROFKIT_CUPTI_DRIVER");
+  f.driver_launch_kernel("_Z11cublas_gemmv", 7, 1000);
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  View v(collect());
+  ASSERT_EQ(v.device_count, 1u);
+  EXPECT_EQ(v.device[0].launch_event, PK_NO_EVENT);
+  EXPECT_EQ(v.info().unattached_device_records, 1u);
+  EXPECT_EQ(v.runtime_calls(), 0u);
+}
+
+// Launch callbacks come on the launching threads while collects flush and
+// take the store (TSan runs this); each kernel lands in one Result, tied.
+TEST_F(Tracer, DriverLaunchesFromManyThreadsAreEachTiedOnce) {
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  constexpr size_t kThreads = 4;
+  constexpr size_t kLaunches = 200;
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this] {
+      for (size_t i = 0; i < kLaunches; ++i) {
+        if (i % 2 == 0) {
+          f.driver_launch_kernel("_Z4gemmv", 7, 10);
+        } else {
+          f.launch("_Z3addv");
+        }
+      }
+    });
+  }
+  size_t kernels = 0;
+  size_t calls = 0;
+  auto count = [&](const View& v) {
+    kernels += v.device_count;
+    calls += v.runtime_calls();
+    EXPECT_EQ(v.info().unattached_device_records, 0u);
+    for (size_t i = 0; i < v.device_count; ++i) EXPECT_NE(v.device[i].launch_event, PK_NO_EVENT);
+  };
+  for (int i = 0; i < 5; ++i) count(View(collect()));  // while the threads launch
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  count(View(collect()));
+  EXPECT_EQ(kernels, kThreads * kLaunches);
+  EXPECT_EQ(calls, kThreads * kLaunches);
 }
 
 TEST_F(Tracer, FinalizeCanBeSwitchedOff) {

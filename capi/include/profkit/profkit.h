@@ -557,6 +557,10 @@ PK_API int32_t pk_gpu_available(const char** reason) PK_NOEXCEPT;
  * 1.19; before, at the program's next CUDA call), so that the program runs
  * untraced and another profiler (torch.profiler, Nsight) can attach at once;
  * the next window attaches again. Turning tracing off detaches likewise.
+ * Since 1.27 kernels launched through the CUDA driver API (cuBLAS, Triton)
+ * are tied to a CUDA_RUNTIME event named for the driver call
+ * ("cuLaunchKernel"), as runtime launches are; $PROFKIT_CUPTI_DRIVER=0 leaves
+ * them unattached, =all records every driver call.
  * Thread-safe; serialized with pk_set_state. */
 PK_API pk_status pk_set_gpu_tracing(int32_t enabled) PK_NOEXCEPT;
 

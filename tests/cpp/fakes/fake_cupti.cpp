@@ -44,7 +44,8 @@ struct FakeCupti {
   std::set<int> domains;
   std::set<uint32_t> runtime_disabled;
   std::set<uint32_t> driver_enabled;
-  std::vector<std::vector<uint64_t>> pending;  // one record each, 8-byte aligned
+  std::set<std::pair<int, uint32_t>> callbacks;  // (domain, cbid) enabled one by one
+  std::vector<std::vector<uint64_t>> pending;    // one record each, 8-byte aligned
   uint32_t next_correlation = 1;
   size_t dropped = 0;
   int finalizes = 0;
@@ -92,6 +93,29 @@ uint32_t runtime_call(uint32_t cbid, Work work) {
     queue(profkit_test::api_record(cbid, start, end, correlation, gettid_u32()));
   }
   return correlation;
+}
+
+// The subscriber's callback at `site` of driver call `cbid`, as CUPTI makes
+// it while that call's callback is enabled.
+void driver_callback(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, uint32_t correlation) {
+  FakeCupti& f = fake();
+  if (!f.subscribed || f.subscriber == nullptr ||
+      (f.callbacks.count({CUPTI_CB_DOMAIN_DRIVER_API, cbid}) == 0 &&
+       f.domains.count(CUPTI_CB_DOMAIN_DRIVER_API) == 0)) {
+    return;
+  }
+  CUpti_CallbackData data;
+  std::memset(&data, 0, sizeof data);
+  data.callbackSite = site;
+  data.functionName = "cuLaunchKernel";
+  data.correlationId = correlation;
+  f.subscriber(f.subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
+// cuLaunchKernel, with its callbacks, under `correlation`.
+void driver_launch(uint32_t correlation) {
+  driver_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, correlation);
+  driver_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, correlation);
 }
 
 }  // namespace
@@ -183,6 +207,18 @@ FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
   return CUPTI_SUCCESS;
 }
 
+FAKE_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
+                                         CUpti_CallbackId cbid) {
+  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
+  if (CUptiResult r = failure("cuptiEnableCallback")) return r;
+  if (enable != 0) {
+    fake().callbacks.insert({domain, cbid});
+  } else {
+    fake().callbacks.erase({domain, cbid});
+  }
+  return CUPTI_SUCCESS;
+}
+
 FAKE_API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                     CUpti_BuffersCallbackCompleteFunc completed) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
@@ -258,6 +294,7 @@ FAKE_API CUptiResult cuptiFinalize(void) {
   f.domains.clear();
   f.runtime_disabled.clear();
   f.driver_enabled.clear();
+  f.callbacks.clear();
   f.pending.clear();
   return CUPTI_SUCCESS;
 }
@@ -284,6 +321,7 @@ FAKE_API void fake_cupti_reset(void) {
   f.domains.clear();
   f.runtime_disabled.clear();
   f.driver_enabled.clear();
+  f.callbacks.clear();
   f.pending.clear();
   f.dropped = 0;
   f.finalizes = 0;
@@ -317,6 +355,10 @@ FAKE_API int fake_cupti_has_clock(void) { return fake().clock != nullptr ? 1 : 0
 FAKE_API int fake_cupti_domain_enabled(int domain) { return fake().domains.count(domain) != 0 ? 1 : 0; }
 FAKE_API int fake_cupti_runtime_cbid_disabled(uint32_t cbid) { return fake().runtime_disabled.count(cbid) ? 1 : 0; }
 FAKE_API int fake_cupti_driver_cbid_enabled(uint32_t cbid) { return fake().driver_enabled.count(cbid) ? 1 : 0; }
+FAKE_API int fake_cupti_driver_callback_enabled(uint32_t cbid) {
+  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
+  return fake().callbacks.count({CUPTI_CB_DOMAIN_DRIVER_API, cbid}) != 0 ? 1 : 0;
+}
 FAKE_API size_t fake_cupti_pending(void) { return fake().pending.size(); }
 FAKE_API void fake_cupti_add_dropped(size_t n) { fake().dropped += n; }
 
@@ -327,7 +369,9 @@ FAKE_API uint32_t fake_cupti_launch_kernel(const char* mangled_name, uint32_t st
                                            uint64_t gpu_delay_ns, uint64_t gpu_ns) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
   uint64_t call_end = 0;
-  const uint32_t correlation = runtime_call(211, [&](uint32_t, uint64_t) {});
+  // As CUDA 13's runtime does: cudaLaunchKernel launches through
+  // cuLaunchKernel, whose callbacks carry the runtime call's correlation id.
+  const uint32_t correlation = runtime_call(211, [&](uint32_t c, uint64_t) { driver_launch(c); });
   call_end = now();
   if (enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
     profkit_test::KernelRecord k = profkit_test::kernel_record(mangled_name, call_end + gpu_delay_ns,
@@ -364,6 +408,26 @@ FAKE_API uint32_t fake_cupti_memset(uint64_t bytes, uint32_t value, uint32_t str
   const uint64_t start = now();
   if (enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
     queue(profkit_test::memset_record(bytes, value, start, start + gpu_ns, correlation, stream));
+  }
+  return correlation;
+}
+
+// A kernel launched through the driver API itself (cuBLAS's cuLaunchKernel,
+// Triton's): no runtime call, no activity record unless the DRIVER kind is
+// on; the launch callbacks, when enabled. Returns its correlation id.
+FAKE_API uint32_t fake_cupti_driver_launch_kernel(const char* mangled_name, uint32_t stream, uint64_t gpu_ns) {
+  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
+  FakeCupti& f = fake();
+  const uint32_t correlation = f.next_correlation++;
+  const uint64_t start = now();
+  driver_launch(correlation);
+  const uint64_t end = now();
+  if (enabled(CUPTI_ACTIVITY_KIND_DRIVER)) {
+    queue(profkit_test::api_record(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, start, end, correlation, gettid_u32(),
+                                   /*driver=*/true));
+  }
+  if (enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    queue(profkit_test::kernel_record(mangled_name, end + 100, end + 100 + gpu_ns, correlation, stream));
   }
   return correlation;
 }
