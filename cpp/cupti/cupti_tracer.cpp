@@ -469,8 +469,9 @@ uint64_t CUPTIAPI CuptiTracer::engine_clock() { return monotonic_ns(); }
 // arrives. What stays are the launches made through the driver API itself:
 // cuBLAS's cuLaunchKernel, Triton's. Seen on an H200 with CUDA 13.0: these
 // callbacks tied 380 of 380 kernels of a conv net (the runtime records 370)
-// and 50 of 50 Triton kernels (0), for about 0.27 us more per launch where
-// the DRIVER kind costs 1.3-1.5 us in profkit (BENCHMARKS.md).
+// and 50 of 50 Triton kernels (0), for no more per launch than the per-call
+// DRIVER activity setting they replace, where the DRIVER kind costs 1.3-1.5
+// us in profkit (BENCHMARKS.md, "GPU tracing").
 void CuptiTracer::on_driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
   // A launch starts and ends on its thread, and launch calls do not nest.
   thread_local uint64_t t_launch_start_ns = 0;
@@ -481,10 +482,11 @@ void CuptiTracer::on_driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackDa
     t_launch_start_ns = monotonic_ns();
     return;
   }
-  if (call.callbackSite != CUPTI_API_EXIT) return;
+  // An exit whose enter came before the callbacks were on has no start.
+  if (call.callbackSite != CUPTI_API_EXIT || t_launch_start_ns == 0) return;
   if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
   ApiCall launch;
-  launch.start_ns = t_launch_start_ns;
+  launch.start_ns = std::exchange(t_launch_start_ns, 0);
   launch.end_ns = std::max(launch.start_ns, monotonic_ns());
   launch.tid = t_tid;
   launch.correlation_id = call.correlationId;
