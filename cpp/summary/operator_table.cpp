@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "summary/call_table.h"
+#include "summary/frame_labels.h"
 
 namespace profkit {
 
@@ -21,18 +22,6 @@ bool is_operator_like(uint32_t type) noexcept { return type == PK_EVENT_OPERATOR
 // (row << 32 | name) for rows under a row, (group << 32 | name) for grouped
 // operator rows, (shapes << 32 | stack) for a group.
 uint64_t pair_key(uint32_t high, uint32_t low) noexcept { return (static_cast<uint64_t>(high) << 32) | low; }
-
-// A Python frame's name ("/path/to/train.py(12): Model.forward") with its
-// file's directories left out ("train.py(12): Model.forward"), so that a few
-// frames fit a cell; other names as they are.
-std::string_view short_frame(std::string_view frame) noexcept {
-  const size_t line = frame.find("): ");
-  if (line == std::string_view::npos) return frame;
-  const size_t paren = frame.rfind('(', line);
-  if (paren == std::string_view::npos) return frame;
-  const size_t slash = frame.rfind('/', paren);
-  return slash == std::string_view::npos ? frame : frame.substr(slash + 1);
-}
 
 // Whether Operator event `child`, its parent's only child, folds into Operator
 // event `parent` as torch.profiler's tables fold it: the same name text (a
@@ -172,13 +161,29 @@ uint32_t OperatorTable::stack_of(const OpenStack& stack) {
   return it->second;
 }
 
-std::string OperatorTable::stack_text(uint32_t stack) const {
+std::string OperatorTable::stack_text(uint32_t stack,
+                                      const std::unordered_map<uint32_t, std::string>& frame_labels) const {
   std::string text;
   for (const uint32_t frame : stacks_[stack]) {
     if (!text.empty()) text += kFrameSeparator;
-    text += short_frame(context_.result->strings.view(frame));
+    text += frame_labels.at(frame);
   }
   return text;
+}
+
+std::unordered_map<uint32_t, std::string> OperatorTable::frame_labels() const {
+  std::vector<uint32_t> ids;
+  for (const std::vector<uint32_t>& frames : stacks_) ids.insert(ids.end(), frames.begin(), frames.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::string_view> names;
+  names.reserve(ids.size());
+  for (const uint32_t id : ids) names.push_back(context_.result->strings.view(id));
+  std::vector<std::string> labels = short_frame_labels(names);
+  std::unordered_map<uint32_t, std::string> by_id;
+  by_id.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) by_id.emplace(ids[i], std::move(labels[i]));
+  return by_id;
 }
 
 void OperatorTable::begin_thread(size_t thread) {
@@ -321,6 +326,7 @@ SummaryTable OperatorTable::table() {
     t.empty_reason = "no Operator events recorded";
     return t;
   }
+  const std::unordered_map<uint32_t, std::string> labels = by_stack ? frame_labels() : decltype(labels){};
   const SortKey key = context_.options.sorted_by;
   std::vector<uint32_t> top;
   std::vector<std::vector<uint32_t>> inner(rows_.size());
@@ -348,7 +354,7 @@ SummaryTable OperatorTable::table() {
     if (rows_[i].shapes != kNone) {                                                          // implies grouped
       row.set_text(shapes_column, std::string(context_.result->strings.view(rows_[i].shapes)));
     }
-    if (rows_[i].stack != kNone) row.set_text(stack_column, stack_text(rows_[i].stack));  // implies by_stack
+    if (rows_[i].stack != kNone) row.set_text(stack_column, stack_text(rows_[i].stack, labels));  // implies by_stack
   };
   auto emit_devices = [&](uint32_t parent, uint32_t level) {
     std::vector<uint32_t>& list = device[parent];

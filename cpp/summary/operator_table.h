@@ -101,7 +101,11 @@ class OperatorTable : public HostEventVisitor {
   // The index in stacks_ of the innermost group_by_stack_n Python function
   // frames around the top of `stack`; kNone when there are none.
   uint32_t stack_of(const OpenStack& stack);
-  std::string stack_text(uint32_t stack) const;
+  // The Source Location text of stacks_[stack], each frame by its label.
+  std::string stack_text(uint32_t stack, const std::unordered_map<uint32_t, std::string>& frame_labels) const;
+  // Frame string id -> short label, for every frame of stacks_ (told apart
+  // among themselves: see frame_labels.h).
+  std::unordered_map<uint32_t, std::string> frame_labels() const;
   // The string ids of the arguments named `key`.
   std::vector<uint32_t> key_ids(std::string_view key) const;
   // The arguments of host event `event` (args are sorted by event).

@@ -2,6 +2,7 @@
 // N Python function frames (PythonOp events) around its calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,33 @@ TEST(SummarySourceLocation, OffByDefaultAndBoundedByTheNestingLimit) {
   } catch (const profkit::Error& e) {
     EXPECT_NE(std::string(e.what()).find("group_by_stack_n 256"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Two files named utils.py in different packages, and a third file: the
+// rows of the two must not read alike.
+TEST(SummarySourceLocation, FilesOfTheSameNameAreToldApartByTheirDirectories) {
+  TraceBuilder b;
+  b.step(1, 0, 0, 1000);
+  b.event(1, "/srv/app/data/utils.py(2): load", PK_EVENT_PYTHON_OP, 10, 200);
+  b.event(1, "aten::add", PK_EVENT_OPERATOR, 20, 100);
+  b.event(1, "/srv/app/model/utils.py(2): load", PK_EVENT_PYTHON_OP, 300, 500);
+  b.event(1, "aten::add", PK_EVENT_OPERATOR, 310, 450);
+  b.event(1, "/srv/app/train.py(7): main", PK_EVENT_PYTHON_OP, 600, 700);
+  b.event(1, "aten::add", PK_EVENT_OPERATOR, 610, 690);
+  auto r = b.build();
+  SummaryOptions options;
+  options.op_detail = false;
+  options.group_by_stack_n = 1;
+  const std::vector<LocatedRow> rows = located_rows(profkit_test::table_of(*r, SummaryView::kOperator, options));
+  std::vector<std::string> texts;
+  for (const LocatedRow& row : rows) texts.push_back(row.text);
+  std::sort(texts.begin(), texts.end());
+  EXPECT_EQ(texts,
+            (std::vector<std::string>{"data/utils.py(2): load", "model/utils.py(2): load", "train.py(7): main"}));
 }
 
 }  // namespace
