@@ -172,6 +172,18 @@ class _Totals:
         return both
 
 
+_thread_tokens = threading.local()
+
+
+def _thread_token() -> object:
+    """An object of this thread's own. Not its ident: a thread started after
+    another ended may get the same ident, and its reader total starts anew."""
+    token = getattr(_thread_tokens, "token", None)
+    if token is None:
+        token = _thread_tokens.token = object()
+    return token
+
+
 class StepTimer:
     """Times steps: batch cost, reader cost and samples of each one.
 
@@ -195,9 +207,7 @@ class StepTimer:
         self._info_totals = _Totals()  # folded steps not yet reported by step_info
         self._step_start = 0
         self._reader_mark = 0  # reader_time_ns() when the step in progress began
-        # The thread restart_step() read _reader_mark on, until the next step
-        # checks it; None once step() has taken the mark on its own thread.
-        self._reader_thread: Optional[int] = None
+        self._mark_thread: object = None  # _thread_token() of the thread that read _reader_mark
         self._info_from = 0  # first unfolded step (an index into _batch_ns) not yet reported by step_info
         self._running = False
 
@@ -231,14 +241,11 @@ class StepTimer:
         """Closes the step in progress and begins timing the next one."""
         now = clock_ns()
         reader_total = reader_time_ns()
-        reader = reader_total - self._reader_mark
-        if self._reader_thread is not None:
-            # The first step since restart_step(): reader totals are per
-            # thread, and a mark read on another thread (start() there,
-            # step() here) is not comparable, so this step counts none.
-            if self._reader_thread != threading.get_ident():
-                reader = 0
-            self._reader_thread = None
+        thread = _thread_token()
+        # Reader totals are per thread: a mark read on another thread (start()
+        # there, step() here, or an epoch run on a new thread) is not
+        # comparable, so such a step counts none.
+        reader = reader_total - self._reader_mark if thread is self._mark_thread else 0
         # The three lists hold one entry per step: an exception between the
         # appends (a Ctrl-C's KeyboardInterrupt lands between any two
         # bytecodes) would leave them of different lengths, and every later
@@ -252,6 +259,7 @@ class StepTimer:
             del self._batch_ns[steps:], self._reader_ns[steps:], self._samples[steps:]
             raise
         self._reader_mark = reader_total
+        self._mark_thread = thread
         self._step_start = now
         if len(self._batch_ns) >= _FOLD_STEPS:
             self._fold()
@@ -284,7 +292,7 @@ class StepTimer:
         """Restarts the step in progress now (leaves out the profiler's own work, such as on_trace_ready)."""
         self._step_start = clock_ns()
         self._reader_mark = reader_time_ns()
-        self._reader_thread = threading.get_ident()
+        self._mark_thread = _thread_token()
 
     def step_info(self, unit: Optional[str] = None) -> str:
         """``"reader_cost: %.5f s batch_cost: %.5f s ips: %.3f {unit}/s"``, averaged over the steps since the last call.

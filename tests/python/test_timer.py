@@ -417,3 +417,32 @@ def test_a_step_ending_on_another_thread_than_it_began_counts_no_reader_cost():
     assert reader[0] == 0
     assert reader[1] >= 0.002 * 1e9
     assert p.perf_summary.reader_ratio >= 0 and p.perf_summary.reader_cost.min >= 0
+
+
+def test_steps_that_move_to_a_new_thread_count_no_reader_cost_however_its_ident():
+    # Each epoch on a thread of its own (an executor, a GUI worker): the
+    # second thread may get the first's ident once it ended, and its reader
+    # total starts anew; a step that began on the first and ends on the
+    # second must count none (it gave -29 ms and a negative Reader Ratio).
+    import threading
+
+    p = Profiler(timer_only=True, benchmark_warmup_steps=0)
+    p.start()
+    loads = []
+
+    def epoch(load_s):
+        loads.append(threading.get_ident())
+        for _ in range(3):
+            with dataloader_range():
+                time.sleep(load_s)
+            p.step(1)
+
+    for load_s in (0.01, 0.001):
+        worker = threading.Thread(target=epoch, args=(load_s,))
+        worker.start()
+        worker.join()
+    p.stop()
+    reader = p._timer._reader_ns
+    assert reader[0] == 0 and reader[3] == 0, reader  # each began on another thread
+    assert all(r >= 0.001 * 1e9 for r in reader[1:3] + reader[4:]), reader
+    assert p.perf_summary.reader_cost.min >= 0
