@@ -3,8 +3,9 @@
 // the module. Creating objects, the with-statement's methods and the
 // per-thread list of open ranges live in their own files (record_event.h).
 //
-// Thread-safety: runs with the GIL held; each object is meant for one thread
-// at a time, and record_event_end() refuses another thread. Ownership: as
+// Thread-safety: runs with the GIL held; each object records one range at a
+// time, and record_event_end() refuses another thread for a recorded one
+// (outside windows an object may be shared). Ownership: as
 // record_event.h says.
 #include <Python.h>
 #include <pythread.h>
@@ -29,14 +30,22 @@ inline uint32_t current_window() { return pk_recording_word; }
 }  // namespace
 
 bool record_event_begin(RecordEventObject* self) {
+  const uint32_t window = current_window();
   if (self->open) {
+    // Outside every recording window a RecordEvent is a no-op: one object
+    // shared by threads (a module-level `LOAD = RecordEvent("load")` used as
+    // `with LOAD:`) must not fail the user's code there. Its begins are
+    // counted, so that each end() finds one.
+    if (window == 0 && self->window == 0) {
+      ++self->open;
+      return true;
+    }
     PyErr_Format(PyExc_RuntimeError,
                  "RecordEvent %R: begin() called again before end(); one RecordEvent object marks one range at a "
                  "time (create another RecordEvent for a nested or concurrent range)",
                  self->name);
     return false;
   }
-  const uint32_t window = current_window();
   self->open = 1;
   self->thread = PyThread_get_thread_ident();
   self->window = window;
@@ -54,6 +63,10 @@ bool record_event_end(RecordEventObject* self) {
     PyErr_Format(PyExc_RuntimeError, "RecordEvent %R: end() called without a matching begin()", self->name);
     return false;
   }
+  if (self->window == 0) {  // nothing was recorded: any thread may end it (a generator resumed elsewhere)
+    --self->open;
+    return true;
+  }
   if (self->thread != PyThread_get_thread_ident()) {
     PyErr_Format(PyExc_RuntimeError,
                  "RecordEvent %R: end() called on another thread than begin(); a range begins and ends on the "
@@ -63,7 +76,7 @@ bool record_event_end(RecordEventObject* self) {
   }
   self->open = 0;
   // Only a range that began in this same recording window is recorded.
-  if (self->window == 0 || self->window != current_window()) return true;
+  if (self->window != current_window()) return true;
   PyObject* later_name = open_range_end(self->serial);
   if (later_name == nullptr) return true;
   return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
@@ -158,10 +171,12 @@ constexpr const char* kDoc =
     "and its lane in traces is named after its threading.Thread name.\n"
     "A range that ends while one begun after it on the same thread is still\n"
     "open (interleaved asyncio tasks) warns, and is recorded as ending with it.\n\n"
-    "One object marks one range at a time: ``begin()`` twice without ``end()``,\n"
-    "``end()`` without ``begin()``, or ``end()`` on another thread raise\n"
-    "RuntimeError and record nothing. A range whose begin and end fall in\n"
-    "different recording windows is left out of both.\n\n"
+    "One object marks one recorded range at a time: in a recording window,\n"
+    "``begin()`` twice without ``end()`` or ``end()`` on another thread than\n"
+    "``begin()`` raise RuntimeError and record nothing; outside one (nothing\n"
+    "recorded) they are allowed. ``end()`` without ``begin()`` always raises.\n"
+    "A range whose begin and end fall in different recording windows is left\n"
+    "out of both.\n\n"
     "Args:\n"
     "    name: the range's name (str, no NUL characters; a lone surrogate,\n"
     "        which has no UTF-8 form, is recorded as U+FFFD).\n"

@@ -40,7 +40,7 @@ struct RecordEventObject {
   uint64_t serial;               // its entry in the thread's open ranges; 0 = none
   uint32_t window;               // recording window at begin(); 0 = nothing recorded
   uint8_t type;                  // pk_event_type
-  uint8_t open;                  // begun and not yet ended
+  uint32_t open;                 // begun and not yet ended; outside windows, how many times
 };
 
 // profkit.RecordEvent (a static type, readied by bind_record_event).
@@ -50,9 +50,11 @@ inline bool is_record_event(PyObject* obj) { return PyObject_TypeCheck(obj, &Rec
 
 // begin() and end() (record_event.cpp), shared by the methods of those names
 // and the with-statement's. The contract (documented in the class
-// docstring): one object is one range at a time. begin() twice without
-// end(), end() without begin(), and end() on another thread than begin()
-// raise RuntimeError naming the event (false returned, exception set);
+// docstring): one object is one recorded range at a time. In a window,
+// begin() twice without end() and end() on another thread than begin()
+// raise (outside windows, where nothing is recorded, they are counted and
+// allowed); end() without begin() always does. Those raise RuntimeError
+// naming the event (false returned, exception set);
 // nothing is recorded for them. A range whose begin and end fall into
 // different recording windows is not recorded (it belongs to neither window
 // whole). A range whose end comes while one begun after it on the same

@@ -161,6 +161,57 @@ def test_end_on_another_thread_raises():
     assert len(errors) == 1 and "another thread" in errors[0]
 
 
+def test_outside_a_window_a_generator_may_end_its_range_on_another_thread():
+    # No profiler at all: RecordEvent is a no-op, and a generator paused in a
+    # range and finished on another thread must not fail the user's code.
+    def batches():
+        for i in range(2):
+            with RecordEvent("produce"):
+                yield i
+
+    produced = batches()
+    assert next(produced) == 0
+    outcome = []
+    worker = threading.Thread(target=lambda: outcome.append(list(produced)))
+    worker.start()
+    worker.join()
+    assert outcome == [[1]]
+
+
+def test_outside_a_window_one_object_may_be_shared_by_threads():
+    shared = RecordEvent("load")  # a module-level `with LOAD:` in code run by a thread pool
+    inside = threading.Barrier(2)
+    errors = []
+
+    def load():
+        try:
+            with shared:
+                inside.wait(timeout=10)  # both threads inside at once
+        except Exception as e:  # pragma: no cover - the failure being tested
+            errors.append(e)
+
+    threads = [threading.Thread(target=load) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert not shared.is_open
+    with pytest.raises(RuntimeError, match="without a matching begin"):
+        shared.end()  # still an error: more ends than begins
+
+
+def test_a_range_begun_outside_a_window_cannot_be_begun_again_inside_one():
+    ev = RecordEvent("straddling")
+    ev.begin()  # nothing recorded
+    try:
+        with pytest.raises(RuntimeError, match="begin\\(\\) called again"):
+            recorded(ev.begin)
+    finally:
+        ev.end()
+    assert not ev.is_open
+
+
 def test_exceptions_in_the_block_propagate_and_the_range_is_closed():
     def body():
         with pytest.raises(KeyError):
