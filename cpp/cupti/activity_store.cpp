@@ -101,8 +101,13 @@ bool ActivityStore::add_api_call(const ApiCall& call) {
 }
 
 bool ActivityStore::add_launch_seen_by_callback(const ApiCall& launch) {
+  // A cap of their own: most go again when their buffer completes, and
+  // counted with the records they would take room from the kernels CUPTI
+  // has not delivered yet.
   if (launches_seen_by_callback_.size() >= max_records_) {
-    ++dropped_;
+    // Counted as lost at the collect unless a runtime record claims it
+    // first: the runtime's inner launches are no records of their own.
+    refused_launches_.push_back(launch.correlation_id);
     return false;
   }
   launches_seen_by_callback_.push_back(launch);
@@ -110,14 +115,17 @@ bool ActivityStore::add_launch_seen_by_callback(const ApiCall& launch) {
 }
 
 void ActivityStore::forget_launches_inside_runtime_calls(std::vector<uint32_t>& runtime_correlations) {
-  if (launches_seen_by_callback_.empty() || runtime_correlations.empty()) return;
+  if ((launches_seen_by_callback_.empty() && refused_launches_.empty()) || runtime_correlations.empty()) return;
   std::sort(runtime_correlations.begin(), runtime_correlations.end());
-  auto inside_runtime_call = [&runtime_correlations](const ApiCall& launch) {
-    return std::binary_search(runtime_correlations.begin(), runtime_correlations.end(), launch.correlation_id);
+  auto inside_runtime_call = [&runtime_correlations](uint32_t correlation) {
+    return std::binary_search(runtime_correlations.begin(), runtime_correlations.end(), correlation);
   };
   launches_seen_by_callback_.erase(
-      std::remove_if(launches_seen_by_callback_.begin(), launches_seen_by_callback_.end(), inside_runtime_call),
+      std::remove_if(launches_seen_by_callback_.begin(), launches_seen_by_callback_.end(),
+                     [&](const ApiCall& launch) { return inside_runtime_call(launch.correlation_id); }),
       launches_seen_by_callback_.end());
+  refused_launches_.erase(std::remove_if(refused_launches_.begin(), refused_launches_.end(), inside_runtime_call),
+                          refused_launches_.end());
 }
 
 bool ActivityStore::add_kernel(const pk_device_event& event, const LaunchShape& shape) {
@@ -145,7 +153,7 @@ bool ActivityStore::add_memory_op(const pk_device_event& event, const pk_memory_
 size_t ActivityStore::memory_bytes() const noexcept {
   size_t bytes = (calls_.capacity() + launches_seen_by_callback_.capacity()) * sizeof(ApiCall) +
                  events_.capacity() * sizeof(pk_device_event) + kernels_.capacity() * sizeof(KernelKey) +
-                 memory_ops_.capacity() * sizeof(pk_memory_op_detail);
+                 memory_ops_.capacity() * sizeof(pk_memory_op_detail) + refused_launches_.capacity() * sizeof(uint32_t);
   for (const std::string& n : names_) bytes += n.capacity() + sizeof(std::string);
   return bytes;
 }
@@ -172,7 +180,13 @@ class ActivityStore::KeptCalls {
   // and its driver call share it), or nullptr.
   const ApiCall* launch_of(uint32_t correlation) const {
     auto it = std::lower_bound(kept_.begin(), kept_.end(), std::make_pair(correlation, 0u));
-    return it != kept_.end() && it->first == correlation ? &calls_[it->second] : nullptr;
+    if (it == kept_.end() || it->first != correlation) return nullptr;
+    // The runtime call, when a driver call inside it shares its id: the one
+    // the Result shows (add_api_calls leaves the inner driver call out).
+    for (auto runtime = it; runtime != kept_.end() && runtime->first == correlation; ++runtime) {
+      if ((calls_[runtime->second].flags & kApiCallDriver) == 0) return &calls_[runtime->second];
+    }
+    return &calls_[it->second];
   }
 
   // Whether another kept call with the same correlation id as the one at
@@ -216,8 +230,12 @@ ContributeStats ActivityStore::contribute(ResultBuilder& builder, const CollectS
   // The launches no runtime call claimed are driver calls like any other
   // now (a runtime call still running at the flush shadows its own in
   // add_api_calls, or it is discarded with no work attached).
-  for (const ApiCall& launch : launches_seen_by_callback_) add_api_call(launch);
+  // Past the records' cap if need be: their memory is spent already, and a
+  // kernel kept without its launch would lose its operator.
+  calls_.insert(calls_.end(), launches_seen_by_callback_.begin(), launches_seen_by_callback_.end());
   launches_seen_by_callback_.clear();
+  dropped_ += refused_launches_.size();  // launched through the driver itself, with no room
+  refused_launches_.clear();
   // What waits for the next collect moves into a fresh store, so the names
   // and details of discarded records are forgotten with this one.
   ActivityStore next(api_name_fn_, max_records_);

@@ -111,10 +111,12 @@ class ActivityStore {
   bool add_api_call(const ApiCall& call);
   // A driver kernel launch seen by CUPTI's callback (flags kApiCallDriver).
   // Most are the inner half of a runtime launch, whose runtime record comes
-  // later in a buffer: they wait apart, uncounted by the cap, until
-  // forget_launches_inside_runtime_calls drops them; the rest (cuBLAS's and
-  // Triton's own launches) join the API calls at the next contribute.
-  // Returns false when dropped (more waiting than the record cap).
+  // later in a buffer: they wait apart, under a cap of their own (the record
+  // cap again), until forget_launches_inside_runtime_calls drops them; the
+  // rest (cuBLAS's and Triton's own launches) join the API calls at the next
+  // contribute, even past the records' cap. Returns false when refused for
+  // the cap: counted as dropped at the contribute, unless a runtime record
+  // claims it first.
   bool add_launch_seen_by_callback(const ApiCall& launch);
   // Forgets the waiting launches that share a correlation id with one of
   // `runtime_correlations` (a buffer's runtime records; sorted here).
@@ -133,7 +135,8 @@ class ActivityStore {
   uint64_t dropped() const noexcept { return dropped_; }
   size_t waiting_launch_count() const noexcept { return launches_seen_by_callback_.size(); }
   bool empty() const noexcept {
-    return calls_.empty() && events_.empty() && launches_seen_by_callback_.empty() && dropped_ == 0;
+    return calls_.empty() && events_.empty() && launches_seen_by_callback_.empty() && refused_launches_.empty() &&
+           dropped_ == 0;
   }
   // Heap bytes held (capacities), for the memory benchmarks.
   size_t memory_bytes() const noexcept;
@@ -194,6 +197,7 @@ class ActivityStore {
 
   std::vector<ApiCall> calls_;
   std::vector<ApiCall> launches_seen_by_callback_;  // waiting: see add_launch_seen_by_callback
+  std::vector<uint32_t> refused_launches_;          // correlation ids of those refused for the cap
   std::vector<pk_device_event> events_;             // name and detail are store-local
 
   std::deque<std::string> names_;  // deque: growing keeps the views below valid

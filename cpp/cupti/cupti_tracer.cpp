@@ -338,6 +338,7 @@ void CuptiTracer::enable_activities_locked() {
   driver_kind_on_ = env_wants_every_driver_call() && api_.activity_enable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
   // The DRIVER kind records these launches itself; "0" asks for no driver call.
   if (!driver_kind_on_ && !env_is_zero("PROFKIT_CUPTI_DRIVER") && api_.enable_callback != nullptr) {
+    launch_callbacks_generation_.fetch_add(1, std::memory_order_relaxed);  // before any callback of this period
     bool any = false;
     for (uint32_t cbid : launch_cbids_) {
       any |= api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
@@ -475,15 +476,24 @@ uint64_t CUPTIAPI CuptiTracer::engine_clock() { return monotonic_ns(); }
 void CuptiTracer::on_driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
   // A launch starts and ends on its thread, and launch calls do not nest.
   thread_local uint64_t t_launch_start_ns = 0;
+  // The period of callbacks its enter came in: callbacks switched off and
+  // on again between a launch's enter and exit (a window closing and the
+  // next opening) must not give a later exit that old start.
+  thread_local uint64_t t_launch_generation = 0;
   // Cached: a forked child never traces (forget_in_forked_child).
   thread_local uint32_t t_tid = 0;
   if (std::find(launch_cbids_.begin(), launch_cbids_.end(), cbid) == launch_cbids_.end()) return;
+  const uint64_t generation = launch_callbacks_generation_.load(std::memory_order_relaxed);
   if (call.callbackSite == CUPTI_API_ENTER) {
     t_launch_start_ns = monotonic_ns();
+    t_launch_generation = generation;
     return;
   }
-  // An exit whose enter came before the callbacks were on has no start.
-  if (call.callbackSite != CUPTI_API_EXIT || t_launch_start_ns == 0) return;
+  // An exit whose enter came before the callbacks were (last) on has no start.
+  if (call.callbackSite != CUPTI_API_EXIT || t_launch_start_ns == 0 || t_launch_generation != generation) {
+    t_launch_start_ns = 0;
+    return;
+  }
   if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
   ApiCall launch;
   launch.start_ns = std::exchange(t_launch_start_ns, 0);

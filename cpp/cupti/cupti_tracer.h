@@ -151,7 +151,8 @@ class CuptiTracer final : public ActivitySource {
   // Callbacks on the driver's kernel launch calls are enabled (the default);
   // read by CUPTI's callbacks on the launching threads.
   std::atomic<bool> launch_callbacks_on_{false};
-  const std::vector<uint32_t> launch_cbids_;  // kernel_launch_driver_cbids(), fixed
+  std::atomic<uint64_t> launch_callbacks_generation_{0};  // bumped each time they are switched on
+  const std::vector<uint32_t> launch_cbids_;              // kernel_launch_driver_cbids(), fixed
   uint64_t flushes_ = 0;
 
   std::mutex detach_mutex_;

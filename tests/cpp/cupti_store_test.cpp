@@ -425,7 +425,8 @@ TEST(ActivityStore, ADriverCallSharingItsRuntimeCallsCorrelationIsNotDoubled) {
 // Launches seen by the tracer's callback wait apart: those a buffer's
 // runtime records claim (the runtime's inner cuLaunchKernel) are forgotten
 // there, the rest become driver calls at the collect. Until then they count
-// against a cap of their own, not the records'.
+// against a cap of their own, not the records'; one refused for it is lost
+// only if no runtime record claims it.
 TEST(ActivityStore, LaunchesSeenByTheCallbackWaitUntilARuntimeRecordClaimsThem) {
   ActivityStore s(fake_api_name, 4);
   EXPECT_TRUE(s.add_api_call(call(s, 200, 210, 10)));
@@ -434,9 +435,9 @@ TEST(ActivityStore, LaunchesSeenByTheCallbackWaitUntilARuntimeRecordClaimsThem) 
     EXPECT_TRUE(s.add_launch_seen_by_callback(call(s, 300 + c, 310 + c, c, 307, true)));
   }
   EXPECT_FALSE(s.add_launch_seen_by_callback(call(s, 320, 330, 5, 307, true)));  // a fifth waiting: no room
-  EXPECT_EQ(s.dropped(), 1u);
+  EXPECT_FALSE(s.add_launch_seen_by_callback(call(s, 340, 350, 6, 307, true)));
   EXPECT_EQ(s.waiting_launch_count(), 4u);
-  std::vector<uint32_t> buffer_runtime_calls{4, 3, 1};  // unsorted, as a buffer has them
+  std::vector<uint32_t> buffer_runtime_calls{5, 4, 3, 1};  // unsorted, as a buffer has them
   s.forget_launches_inside_runtime_calls(buffer_runtime_calls);
   EXPECT_EQ(s.waiting_launch_count(), 1u);  // correlation 2: launched through the driver itself
   pk_device_event k = gpu(600, 700, 2);
@@ -452,6 +453,45 @@ TEST(ActivityStore, LaunchesSeenByTheCallbackWaitUntilARuntimeRecordClaimsThem) 
   ASSERT_NE(r->device_events[0].launch_event, PK_NO_EVENT);
   EXPECT_EQ(name_of(*r, r->host_events[r->device_events[0].launch_event].name), "cuDriver#307");
   EXPECT_EQ(r->info.unattached_device_records, 0u);
+}
+
+// A driver launch seen early keeps its kernel under it even when later
+// records filled the store to the cap before the collect.
+TEST(ActivityStore, AnEarlyDriverLaunchKeepsItsKernelWhenTheCapFillsLater) {
+  ActivityStore s(fake_api_name, 3);
+  EXPECT_TRUE(s.add_launch_seen_by_callback(call(s, 300, 310, 1, 307, true)));
+  pk_device_event gemm = gpu(400, 500, 1);
+  gemm.name = s.kernel_name("_Z10cublasGemmv");
+  EXPECT_TRUE(s.add_kernel(gemm, launch(1, 128, 16)));
+  EXPECT_TRUE(s.add_api_call(call(s, 320, 330, 10)));
+  EXPECT_TRUE(s.add_api_call(call(s, 340, 350, 11)));
+  pk_device_event late = gpu(600, 700, 10);
+  late.name = s.kernel_name("_Z4latev");
+  EXPECT_FALSE(s.add_kernel(late, launch(1, 1, 0)));  // the cap: 2 calls and a kernel
+  Fixture f;
+  s.contribute(*f.builder, span(100, 1000), {});
+  auto r = f.builder->finish();
+  ASSERT_EQ(r->device_events.size(), 1u);
+  ASSERT_NE(r->device_events[0].launch_event, PK_NO_EVENT);
+  EXPECT_EQ(name_of(*r, r->host_events[r->device_events[0].launch_event].name), "cuDriver#307");
+  EXPECT_EQ(r->info.dropped_device_records, 1u);
+}
+
+// With every driver call recorded (PROFKIT_CUPTI_DRIVER=all) the runtime's
+// inner cuLaunchKernel comes first (CUPTI writes it at its exit); a kernel
+// without timing goes to the end of the runtime call the Result shows.
+TEST(ActivityStore, AnUntimedKernelIsPlacedAtItsRuntimeCallNotTheDriverCallInside) {
+  ActivityStore s(fake_api_name);
+  s.add_api_call(call(s, 310, 330, 9, 307, true));
+  s.add_api_call(call(s, 300, 340, 9, 211));
+  pk_device_event k = gpu(0, 0, 9, PK_EVENT_KERNEL, 7, PK_DEVICE_EVENT_NO_TIMING);
+  k.name = s.kernel_name("_Z1kv");
+  s.add_kernel(k, launch(1, 1, 0));
+  Fixture f;
+  s.contribute(*f.builder, span(100, 1000), {});
+  auto r = f.builder->finish();
+  ASSERT_EQ(r->device_events.size(), 1u);
+  EXPECT_EQ(r->device_events[0].start_ns, 340u);
 }
 
 TEST(ActivityStore, TheRecordCapDropsAndCountsIntoTheResult) {

@@ -82,6 +82,9 @@ struct Fake {
   int (*driver_callback_enabled)(uint32_t) = fake<int (*)(uint32_t)>("fake_cupti_driver_callback_enabled");
   uint32_t (*driver_launch_kernel)(const char*, uint32_t, uint64_t) =
       fake<uint32_t (*)(const char*, uint32_t, uint64_t)>("fake_cupti_driver_launch_kernel");
+  void (*driver_launch_site)(int, uint32_t) = fake<void (*)(int, uint32_t)>("fake_cupti_driver_launch_site");
+  void (*queue_kernel)(const char*, uint32_t, uint32_t,
+                       uint64_t) = fake<void (*)(const char*, uint32_t, uint32_t, uint64_t)>("fake_cupti_queue_kernel");
   size_t (*pending)() = fake<size_t (*)()>("fake_cupti_pending");
   void (*add_dropped)(size_t) = fake<void (*)(size_t)>("fake_cupti_add_dropped");
   uint32_t (*launch_kernel)(const char*, uint32_t, int32_t, int32_t, uint16_t, int32_t, int32_t, uint64_t, uint64_t) =
@@ -545,6 +548,35 @@ TEST_F(Tracer, KernelsLaunchedThroughTheDriverApiAreTiedByTheLaunchCallback) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(a->launch_event, PK_NO_EVENT);
   EXPECT_EQ(v.name(v.host[a->launch_event].name), "cudaLaunchKernel");
+}
+
+// A launch whose enter came while an earlier window's callbacks were on and
+// whose thread's next seen exit comes in a later window must not take that
+// old start: a launch call spanning the gap, under the wrong operator.
+TEST_F(Tracer, ALaunchExitSeenWithoutItsEnterIsNotGivenAnEarlierStart) {
+  tracer->set_enabled(true);
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event_str("first_op", PK_EVENT_OPERATOR);
+  f.driver_launch_site(1, 900001);  // enter seen
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  f.driver_launch_site(0, 900001);  // its exit: callbacks off (and CUPTI detaches there)
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  f.driver_launch_site(1, 900002);  // not seen: nobody subscribed
+  ASSERT_EQ(pk_set_state(PK_STATE_RECORD), PK_OK);
+  pk_begin_event_str("second_op", PK_EVENT_OPERATOR);
+  f.driver_launch_site(0, 900002);  // seen, without its enter
+  f.queue_kernel("_Z4gemmv", 900002, 7, 100);
+  pk_end_event();
+  ASSERT_EQ(pk_set_state(PK_STATE_CLOSED), PK_OK);
+  View v(collect());
+  for (size_t i = 0; i < v.host_count; ++i) {
+    if (v.host[i].type != PK_EVENT_CUDA_RUNTIME) continue;
+    EXPECT_LT(v.host[i].end_ns - v.host[i].start_ns, 10'000'000u)
+        << v.name(v.host[i].name) << " under " << v.parent_name(i);
+  }
+  EXPECT_EQ(v.runtime_calls(), 0u);  // its start is unknown: left out, the kernel counted unattached
+  EXPECT_EQ(v.info().unattached_device_records, 1u);
 }
 
 TEST_F(Tracer, WithoutDriverCallsTheDriversLaunchesStayUnattached) {

@@ -432,6 +432,24 @@ FAKE_API uint32_t fake_cupti_driver_launch_kernel(const char* mangled_name, uint
   return correlation;
 }
 
+// One end of a cuLaunchKernel call (`enter` or its exit) under
+// `correlation`, with its callback as CUPTI makes it: for a launch whose
+// ends fall on either side of a change in what is enabled.
+FAKE_API void fake_cupti_driver_launch_site(int enter, uint32_t correlation) {
+  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
+  driver_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, enter != 0 ? CUPTI_API_ENTER : CUPTI_API_EXIT, correlation);
+}
+
+// The kernel record of such a launch, `gpu_ns` long from now.
+FAKE_API void fake_cupti_queue_kernel(const char* mangled_name, uint32_t correlation, uint32_t stream,
+                                      uint64_t gpu_ns) {
+  std::lock_guard<std::recursive_mutex> lock(fake().mutex);
+  const uint64_t start = now();
+  if (enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    queue(profkit_test::kernel_record(mangled_name, start, start + gpu_ns, correlation, stream));
+  }
+}
+
 // A kernel whose launch was never traced (its call happened before tracing).
 FAKE_API void fake_cupti_kernel_without_launch(const char* name, uint32_t stream, uint64_t gpu_ns) {
   std::lock_guard<std::recursive_mutex> lock(fake().mutex);
