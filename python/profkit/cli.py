@@ -195,7 +195,12 @@ def _info(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"file": args.file, "info": info, "event_counts": counts, "metadata": result.metadata}))
         return
-    rank = f"rank {info['rank']} of {info['world_size']}" if info["rank"] >= 0 else "rank unknown"
+    if info["rank"] < 0:
+        rank = "rank unknown"
+    elif info["world_size"] > 0:
+        rank = f"rank {info['rank']} of {info['world_size']}"
+    else:  # $RANK alone: no world size known
+        rank = f"rank {info['rank']}"
     steps = (
         f"{info['first_step']}-{info['first_step'] + info['step_count'] - 1} ({info['step_count']} steps)"
         if info["step_count"]
@@ -245,6 +250,19 @@ def _default_stacks_output(path: str) -> str:
     return path + STACKS_SUFFIX
 
 
+def _default_output_of(path: str, default: str) -> str:
+    """The output named after input ``path``, refused up front when ``path``
+    is no regular file (``<(...)``, a FIFO, /dev/stdin): its name gives none
+    that can be written, and the input can be read only once."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # missing or unreadable: loading says so
+        return default
+    if not regular:
+        raise _UsageError(f"{path!r} is not a regular file (a pipe?): give the file to write with -o OUT")
+    return default
+
+
 def _output_file(output: str) -> str:
     """``-o``'s value (``-``: standard output, written through the descriptor
     as it is: appended to with ``>>``), refused up front when it cannot name
@@ -290,7 +308,9 @@ def _say_written(output: str, text: str) -> None:
 def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    output = _default_output(args.file) if args.output is None else _output_file(args.output)
+    output = (
+        _default_output_of(args.file, _default_output(args.file)) if args.output is None else _output_file(args.output)
+    )
     to_pktrace = _has_suffix(without_gzip_suffix(output), PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
     if to_pktrace and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
@@ -309,11 +329,15 @@ def _export(args: argparse.Namespace) -> None:
 def _stacks(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    output = _default_stacks_output(args.file) if args.output is None else _output_file(args.output)
+    output = (
+        _default_output_of(args.file, _default_stacks_output(args.file))
+        if args.output is None
+        else _output_file(args.output)
+    )
     _refuse_own_input(args.file, output)
     result = load_profiler_result(args.file)
     result.export_stacks(output, metric=args.metric)  # compressed when named .gz, as every output
-    if args.output == "-":  # piped on: flamegraph.pl reads its standard input
+    if args.output == "-" or not os.path.isfile(output):  # piped on (or a device): flamegraph.pl reads stdin
         command = "... | flamegraph.pl --countname us. > flame.svg"
     else:
         plain = without_gzip_suffix(output)
@@ -419,11 +443,12 @@ def _merge(args: argparse.Namespace) -> None:
             f"merge writes Chrome trace JSON, not a .pktrace: name the output .trace.json (or .json), "
             f"not {args.output!r}"
         )
+    inputs = _named_inputs(args.inputs, "merge")
+    for _, path in inputs:
+        _refuse_own_input(path, output)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = merge_traces(
-            _named_inputs(args.inputs, "merge"), output, strict=not args.allow_mismatch, include_flows=not args.no_flows
-        )
+        report = merge_traces(inputs, output, strict=not args.allow_mismatch, include_flows=not args.no_flows)
     _print_warnings(caught)
     names = ", ".join(i.name for i in report.inputs)
     _say_written(
@@ -471,9 +496,28 @@ def _on_sigterm_exit() -> Any:
     return signal.SIG_DFL if previous is None else previous
 
 
+def _escape_what_the_terminal_cannot_show() -> List[Tuple[Any, str]]:
+    """Sets stdout and stderr to write what their encoding cannot (an event
+    named größe under LANG=C) as backslash escapes, instead of failing the
+    whole command; returns what to put back."""
+    restore = []
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        errors = getattr(stream, "errors", None)
+        if reconfigure is None or errors is None or errors != "strict":
+            continue
+        try:
+            reconfigure(errors="backslashreplace")
+            restore.append((stream, errors))
+        except (ValueError, io.UnsupportedOperation):  # pragma: no cover - a stream already written in another way
+            pass
+    return restore
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
     previous = _on_sigterm_exit()
+    escaped = _escape_what_the_terminal_cannot_show()
     try:
         return _run(argv)
     except KeyboardInterrupt:
@@ -483,6 +527,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("profkit: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM
     finally:
+        for stream, errors in escaped:
+            stream.reconfigure(errors=errors)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

@@ -216,3 +216,57 @@ def test_a_trace_piped_to_dev_stdin(trace, tmp_path, suffix):
     )
     assert done.returncode == 0, done.stderr
     assert b"steps:      0-2 (3 steps)" in done.stdout
+
+
+def test_merge_naming_an_input_as_its_output_is_a_command_line_error(tmp_path, trace):
+    json_trace = str(tmp_path / "rank0.trace.json")
+    load_profiler_result(trace).export_chrome_tracing(json_trace)
+    before = os.path.getsize(json_trace)
+    code, _, err = run("merge", json_trace, trace, "-o", json_trace)
+    assert code == 2, err  # as export and stacks say it: a bad command line
+    assert "also the input" in err
+    assert os.path.getsize(json_trace) == before
+
+
+def test_names_the_terminal_cannot_encode_are_escaped_not_fatal(tmp_path):
+    exporter = export_protobuf(str(tmp_path))
+    with Profiler(on_trace_ready=exporter) as p:
+        with RecordEvent("größe"):
+            pass
+        p.step()
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    done = subprocess.run(
+        [sys.executable, "-m", "profkit", "summary", exporter.paths[0]], capture_output=True, text=True, env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gr\\xf6\\xdfe" in done.stdout  # escaped, and the tables printed
+    assert "Overview Summary" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["export", "stacks"])
+def test_a_pipe_input_without_an_output_is_refused_before_it_is_read(trace, command):
+    with open(trace, "rb") as f:
+        data = f.read()
+    done = subprocess.run(
+        [sys.executable, "-m", "profkit", command, "/dev/stdin"], input=data, capture_output=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert b"give the file to write with -o OUT" in done.stderr
+
+
+def test_info_names_a_rank_without_a_world_size_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    exporter = export_protobuf(str(tmp_path))
+    with Profiler(on_trace_ready=exporter) as p:
+        p.step()
+    code, out, err = run("info", exporter.paths[0])
+    assert code == 0, err
+    assert "rank 1 of" not in out and "rank 1" in out
+
+
+def test_stacks_to_a_device_suggests_the_pipe(trace, tmp_path):
+    code, out, err = run("stacks", trace, "-o", "/dev/null")
+    assert code == 0, err
+    assert "... | flamegraph.pl" in out + err and "/dev/null.svg" not in out + err
