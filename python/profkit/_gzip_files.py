@@ -200,6 +200,10 @@ def _copy_trace(source: BinaryIO, out: BinaryIO, shown: str) -> None:
     elif _starts_like_json(head):
         out.write(head)
         shutil.copyfileobj(source, out, _CHUNK)
+    elif head[:2] == b"\x1f\x8b":  # what the engine would call gzip data, which this just took off once
+        raise ValueError(
+            f"{shown!r}: it is gzip-compressed twice; decompress it once (gunzip -c FILE > ONCE.gz) and load that"
+        )
     else:
         out.write(head)
 

@@ -202,7 +202,7 @@ def _info(args: argparse.Namespace) -> None:
     else:  # $RANK alone: no world size known
         rank = f"rank {info['rank']}"
     steps = (
-        f"{info['first_step']}-{info['first_step'] + info['step_count'] - 1} ({info['step_count']} steps)"
+        f"{info['first_step']}-{info['first_step'] + info['step_count'] - 1} ({_count(info['step_count'], 'step')})"
         if info["step_count"]
         else "none"
     )
@@ -453,9 +453,15 @@ def _merge(args: argparse.Namespace) -> None:
     names = ", ".join(i.name for i in report.inputs)
     _say_written(
         report.output,
-        f"wrote {report.output}: {len(report.inputs)} processes ({names}), {report.events} trace events; "
+        f"wrote {report.output}: {_count(len(report.inputs), 'process', 'processes')} ({names}), "
+        f"{_count(report.events, 'trace event')}; "
         "open it in https://ui.perfetto.dev or chrome://tracing",
     )
+
+
+def _count(n: int, one: str, many: Optional[str] = None) -> str:
+    """``1 step``, ``2 steps``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _print_warnings(caught: List[warnings.WarningMessage]) -> None:

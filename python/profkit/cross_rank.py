@@ -162,10 +162,13 @@ class CrossRankSummary:
                 # clearly more while the others wait for it (below).
                 lines.append(f"Every rank takes the same time per step ({step / scale:.2f} {unit}): no slowest rank.")
         else:
-            spread = (slow.step_ns - fast.step_ns) / fast.step_ns * 100 if fast.step_ns > 0 else 0.0
+            if fast.step_ns > 0:
+                spread = f"{(slow.step_ns - fast.step_ns) / fast.step_ns * 100:.1f}% over the fastest"
+            else:  # a rank with no step time: no ratio to give
+                spread = "against the fastest"
             lines = [
                 f"Slowest rank (*): {slow.name} at {slow.step_ns / scale:.2f} {unit} per step, "
-                f"{spread:.1f}% over the fastest ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
+                f"{spread} ({fast.name}, {fast.step_ns / scale:.2f} {unit})."
             ]
         busy = self.most_computation
         if busy is None or busy.computation_ns is None:

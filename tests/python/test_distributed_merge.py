@@ -335,7 +335,7 @@ def test_cli_merge_to_standard_output_keeps_its_note_off_the_trace(tmp_path):
     a = write_chrome(tmp_path / "a.trace.json", 7, 0, 1_000_000)
     for output in ("-", "/dev/stdout"):
         code, stdout, stderr = run_cli("merge", a, "-o", output)
-        assert code == 0 and stderr.startswith("wrote /dev/stdout: 1 processes")
+        assert code == 0 and stderr.startswith("wrote /dev/stdout: 1 process (")
         assert process_names(json.loads(stdout))  # the whole of stdout is the trace
         assert sorted(os.listdir(tmp_path)) == ["a.trace.json"]  # no scratch or temporary left
 

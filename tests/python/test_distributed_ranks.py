@@ -338,3 +338,10 @@ def test_equal_step_times_still_name_a_rank_that_computes_clearly_more(monkeypat
     lines = summary.text().splitlines()
     assert "Every rank takes the same time per step (10.00 ms): no slowest rank." in lines
     assert any(line.startswith("Likely straggler: b computes the most") for line in lines)
+
+
+def test_a_fastest_rank_with_no_step_time_gives_no_percentage(monkeypatch):
+    summary = summary_of(monkeypatch, figures("a", 0, 5, 2, step_ms=9), figures("b", 1, 5, 2, step_ms=0))
+    text = summary.text()
+    assert "Slowest rank (*): a at 9.00 ms per step, against the fastest (b, 0.00 ms)." in text
+    assert "0.0% over" not in text

@@ -104,6 +104,15 @@ def test_a_damaged_gzip_trace_is_a_clear_error(tmp_path):
     assert "notes.txt.gz (decompressed)" in str(caught.value) and "gunzipped" not in str(caught.value)
 
 
+def test_a_trace_gzipped_twice_is_named_so(tmp_path):
+    live = record()
+    live.save(str(tmp_path / "t.pktrace"))
+    twice = tmp_path / "twice.pktrace.gz"
+    twice.write_bytes(gzip.compress(gzip.compress((tmp_path / "t.pktrace").read_bytes())))
+    with pytest.raises(ValueError, match=r"'.*twice\.pktrace\.gz': it is gzip-compressed twice; decompress it once"):
+        load_profiler_result(twice)
+
+
 def test_a_failed_compressed_write_leaves_nothing_behind(tmp_path):
     live = record()
     with pytest.raises(FileNotFoundError, match=r"cannot write '.*missing/t\.trace\.json\.gz'"):
