@@ -154,7 +154,10 @@ AtomicFileWriter::AtomicFileWriter(std::string path, size_t buffer_bytes)
   // creating the temporary reports why).
   target_ = follow_links(path_);
   temp_path_ = temp_name_for(target_);
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // 0666 less the umask, as any file the user's program makes (and the
+  // Python writers' .gz files): a group-writable log directory under umask
+  // 002 gets group-writable traces.
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int err = errno;
     const std::string link_note = target_ == path_ ? "" : " (a link to '" + target_ + "')";

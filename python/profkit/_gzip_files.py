@@ -110,9 +110,9 @@ def _new_plain_file(destination: OutputFile) -> str:
     destination (one file system, room where the output goes), or in the
     temporary directory when the destination is a FIFO or device."""
     directory = tempfile.gettempdir() if destination.in_place else destination.directory
-    base = os.path.basename(destination.path)
     while True:
-        path = os.path.join(directory, f".{base}.{os.getpid()}.{uuid.uuid4().hex[:12]}.plain")
+        # Not named after the destination: a name near NAME_MAX would not fit.
+        path = os.path.join(directory, f".profkit-plain.{os.getpid()}.{uuid.uuid4().hex[:12]}")
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             return path

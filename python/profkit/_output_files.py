@@ -124,8 +124,9 @@ def written(target: OutputFile) -> Iterator[BinaryIO]:
         with os.fdopen(os.open(target.path, flags), "wb") as out:
             yield out
         return
-    # Created like any file (mode from the umask, unlike mkstemp's 0600), under a name nobody else uses.
-    temp = os.path.join(target.directory, f".{os.path.basename(target.path)}.{uuid.uuid4().hex}.tmp")
+    # Created like any file (mode from the umask, unlike mkstemp's 0600), under a name nobody else uses
+    # (and not the target's own with more added: a name near NAME_MAX would not fit).
+    temp = os.path.join(target.directory, f".profkit-tmp.{uuid.uuid4().hex}")
     try:
         with open(temp, "xb") as out:
             yield out

@@ -24,7 +24,7 @@ import datetime
 import errno
 import os
 import socket
-import threading
+import uuid
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from . import _rank
@@ -73,6 +73,12 @@ def _window_start_time(result: Optional["ProfilerResult"]) -> Optional[datetime.
 
 
 def _make_dir(dir_name: str) -> None:
+    if os.path.lexists(dir_name) and not os.path.isdir(dir_name):
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            f"profkit: the trace directory {dir_name!r} exists and is not a directory (a file, or a link to "
+            "nothing); remove it or choose another dir_name",
+        )
     try:
         os.makedirs(dir_name, exist_ok=True)
     except OSError as e:
@@ -107,6 +113,11 @@ def _reserve_path(dir_name: str, file_name: str, suffix: str) -> str:
 
 # link() errors that mean the file system has no hard links (FAT, some
 # FUSE and network file systems): publish by claim and rename instead.
+# The longest name of a file in a directory (ext4, XFS, tmpfs...), and the
+# longest suffix a trace file gets.
+_NAME_MAX = 255
+_longest_suffix = CHROME_SUFFIX + GZIP_SUFFIX
+
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS, errno.EACCES}
 
 
@@ -136,19 +147,37 @@ def _write_new_file(dir_name: str, file_name: str, suffix: str, write: Callable[
     """Writes a trace through ``write(path)`` and publishes it under a free name
     of ``file_name``'s series, only once whole; returns that name. Nothing is
     left behind when ``write`` fails."""
-    # Hidden, and unique to this thread: exporters of other threads and
-    # processes write their own. The suffix is kept: it picks the format.
-    # (Not named after file_name: a name near NAME_MAX would not fit.)
-    written = os.path.join(dir_name, f".profkit-partial.{os.getpid()}.{threading.get_ident()}{suffix}")
+    # Hidden, and unique to this write: exporters of other threads and
+    # processes write their own (a pid and a thread id are not enough:
+    # containers sharing a log directory all run as pid 1). The suffix is
+    # kept: it picks the format. (Not named after file_name: a name near
+    # NAME_MAX would not fit.)
+    written = os.path.join(dir_name, f".profkit-partial.{os.getpid()}.{uuid.uuid4().hex}{suffix}")
     try:
         write(written)
         return _publish(written, dir_name, file_name, suffix)
+    except OSError as e:
+        _remove_quietly(written)
+        if written not in str(e):
+            raise
+        # The engine names the file it wrote, the hidden one, gone now.
+        target = os.path.join(dir_name, file_name)
+        cause = os.strerror(e.errno) if e.errno else str(e).replace(written, os.path.basename(written))
+        raise OSError(
+            e.errno,
+            f"profkit: cannot write the trace file {target!r} ({cause}); free space or choose another "
+            "dir_name (the window is still in prof.profiler_result: prof.export(path) writes it elsewhere)",
+        ) from e
     except BaseException:
-        try:
-            os.remove(written)
-        except OSError:
-            pass  # never written, or gone: the export's own error is what matters
+        _remove_quietly(written)
         raise
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass  # never written, or gone: the export's own error is what matters
 
 
 class TraceExporter:
@@ -163,6 +192,8 @@ class TraceExporter:
         self.dir_name = os.fsdecode(dir_name)  # bytes too, as ProfilerResult.save takes them
         if not self.dir_name:
             raise ValueError("profkit: dir_name must not be empty ('.' is the current directory)")
+        # Absolute: a later os.chdir() must not send later windows elsewhere.
+        self.dir_name = os.path.abspath(self.dir_name)
         if worker_name is not None:
             if not isinstance(worker_name, str):
                 raise TypeError(f"profkit: worker_name must be a str, not {type(worker_name).__name__}")
@@ -170,6 +201,13 @@ class TraceExporter:
                 raise ValueError(
                     f"profkit: worker_name {worker_name!r} must be a non-empty file name part, without '/' "
                     "or NUL (the directory goes in dir_name)"
+                )
+            # The longest name a window can get: the time and a _N for windows of one microsecond.
+            longest = len(os.fsencode(trace_file_name(worker_name, "_999" + _longest_suffix)))
+            if longest > _NAME_MAX:
+                raise ValueError(
+                    f"profkit: worker_name is too long: the trace files' names would have {longest} bytes, more "
+                    f"than a file name can ({_NAME_MAX}); shorten it by {longest - _NAME_MAX}"
                 )
         if not isinstance(use_gzip, bool):
             raise TypeError(f"profkit: use_gzip must be True or False, not {use_gzip!r}")

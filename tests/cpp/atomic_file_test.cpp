@@ -60,6 +60,23 @@ TEST(AtomicFile, ANameAsLongAsTheFileSystemAllowsIsWritten) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{name});
 }
 
+// The mode is the user's umask's, as for any file the program makes: a
+// group-writable log directory under umask 002 gets group-writable traces.
+TEST(AtomicFile, TheFileModeFollowsTheUmask) {
+  TempDir dir;
+  for (const mode_t mask : {mode_t{002}, mode_t{022}, mode_t{077}}) {
+    const mode_t before = umask(mask);
+    const std::string path = dir.file("t" + std::to_string(mask) + ".trace.json");
+    AtomicFileWriter out(path);
+    out.write("{}");
+    out.commit();
+    umask(before);
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask) << std::oct << mask;
+  }
+}
+
 TEST(AtomicFile, TheTemporaryIsHiddenInTheTargetsDirectory) {
   TempDir dir;
   ASSERT_EQ(mkdir(dir.file("log").c_str(), 0755), 0);

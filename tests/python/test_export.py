@@ -323,3 +323,63 @@ def test_a_range_that_crosses_a_step_gets_a_lane_of_its_own_and_loads_back(tmp_p
     live, loaded = prof.profiler_result, load_profiler_result(path)
     assert loaded.threads == live.threads
     assert len(loaded) == len(live)
+
+
+def test_a_write_error_names_the_trace_file_and_what_to_do(tmp_path):
+    # The engine names the file it wrote: the hidden temporary, gone by then.
+    exporter = export_chrome_tracing(str(tmp_path), "w")
+
+    def full(path):
+        raise OSError(errno.ENOSPC, f"cannot write '{path}': No space left on device")
+
+    with pytest.raises(OSError) as caught:
+        exporter(Window(full))
+    message = str(caught.value)
+    assert caught.value.errno == errno.ENOSPC
+    assert "w_time_2024_03_05_07_08_09_123456.trace.json" in message and ".profkit-partial" not in message
+    assert "prof.export(path)" in message
+    assert os.listdir(tmp_path) == []
+
+
+def test_temporaries_are_unique_beyond_the_pid_and_thread(tmp_path, monkeypatch):
+    # Containers sharing a log directory all run as pid 1, and may have the
+    # same thread ids: each write still needs a name of its own.
+    names = []
+    exporter = export_chrome_tracing(str(tmp_path), "w")
+    for _ in range(2):
+        exporter(Window(lambda p: (names.append(p), write_as_the_engine_does(p, "{}"))))
+    assert len(set(names)) == 2
+
+
+def test_a_relative_directory_is_kept_where_it_was_made(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exporter = export_chrome_tracing("log", "w")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    exporter(Window(lambda p: write_as_the_engine_does(p, "{}")))
+    assert os.path.dirname(exporter.paths[0]) == str(tmp_path / "log")
+    assert os.path.exists(exporter.paths[0]) and not (tmp_path / "elsewhere" / "log").exists()
+
+
+def test_a_directory_that_is_a_file_is_named_so(tmp_path):
+    blocker = tmp_path / "log"
+    blocker.write_text("x")
+    with pytest.raises(NotADirectoryError, match="exists and is not a directory"):
+        export_chrome_tracing(str(blocker))
+
+
+def test_a_worker_name_too_long_for_a_file_name_is_refused_up_front(tmp_path):
+    with pytest.raises(ValueError, match="worker_name is too long"):
+        export_chrome_tracing(str(tmp_path), "w" * 220)
+    fits = export_chrome_tracing(str(tmp_path), "w" * 200, use_gzip=True)
+    fits(Window(lambda p: write_as_the_engine_does(p, "{}")))
+    assert len(fits.paths) == 1
+
+
+def test_a_gzip_output_with_a_name_near_the_limit_is_written(tmp_path):
+    with Profiler(on_trace_ready=lambda p: None) as p:
+        p.step()
+    long_name = str(tmp_path / ("x" * 240 + ".trace.json.gz"))
+    p.profiler_result.save(long_name)
+    assert load_profiler_result(long_name).info["step_count"] >= 1
+    assert os.listdir(tmp_path) == [os.path.basename(long_name)]
