@@ -83,7 +83,10 @@ void ModelTable::find_calls() {
       }
       open_types.push_back(e.type);
     }
-    for (size_t i = first_phase; i < phases_.size(); ++i) phases_[i].on_step_thread = has_steps;
+    for (size_t i = first_phase; i < phases_.size(); ++i) {
+      phases_[i].on_step_thread = has_steps;
+      if (!has_steps) phase_types_off_step_threads_ |= type_bit(phases_[i].type);
+    }
     thread_records_steps_[t] = has_steps;
     thread_without_steps |= !has_steps && thread.first_event < end;
   }
@@ -319,6 +322,18 @@ SummaryTable ModelTable::table() const {
   t.notes.push_back("Ratio = time / total time (" + c.total_time_source() +
                     "). Others = total time not covered by Dataloader, Forward, Backward or Optimization.");
   if (zero_length_steps) t.notes.push_back(c.zero_length_steps_note());
+  if (c.has_steps && phase_types_off_step_threads_ != 0) {
+    std::string types;
+    for (uint32_t type : kPhases) {
+      if ((phase_types_off_step_threads_ & type_bit(type)) == 0) continue;
+      if (!types.empty()) types += ", ";
+      types += event_type_name(type);
+    }
+    t.notes.push_back(types +
+                      ": calls on threads that record no steps count too (a background prefetcher's fetches); "
+                      "running beside the steps, they can make a Total exceed the time they add to a step, and a "
+                      "Ratio pass 100%. The Perf Summary's reader_cost counts the stepping thread's only.");
+  }
   if (c.has_device_data) {
     t.notes.push_back(
         "GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make "

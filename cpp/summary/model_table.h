@@ -126,6 +126,8 @@ class ModelTable : public HostEventVisitor {
   // GPU time of the steps that some phase has, each record once: the
   // phases' own totals count a record once per nested phase.
   uint64_t phases_gpu_in_steps_ns_ = 0;
+  // type_bit()s of the phases found on threads that record no steps.
+  uint32_t phase_types_off_step_threads_ = 0;
 
   // The walk: the next call of each list to open (calls are found in walk
   // order), and the stack of open ones (nullptr: not kept).

@@ -74,6 +74,7 @@ ProfileStep   2      3.00 / 1.50 / 2.00 / 1.00 / 100.00      0.40 / 0.20 / 0.40 
   Others      -      1.90 / - / - / - / 63.33                0.00 / - / - / - / 0.00
 ------------  -----  --------------------------------------  --------------------------------------
 Note: Ratio = time / total time (ProfileStep). Others = total time not covered by Dataloader, Forward, Backward or Optimization.
+Note: Dataloader: calls on threads that record no steps count too (a background prefetcher's fetches); running beside the steps, they can make a Total exceed the time they add to a step, and a Ratio pass 100%. The Perf Summary's reader_cost counts the stepping thread's only.
 Note: GPU time = the GPU work a call launched, summed over streams: work overlapping on several streams can make it exceed the call's time.
 
 )";
