@@ -218,7 +218,11 @@ def drop_the_checksum(binary):
     (binary.parent / "profkit_torch_hook.so.sha256").unlink()
 
 
-@pytest.mark.parametrize("damage", [None, truncate, change_a_byte, drop_the_checksum])
+def garble_the_checksum(binary):
+    (binary.parent / "profkit_torch_hook.so.sha256").write_bytes(b"\xff\xfe\x80garbage")  # not even text
+
+
+@pytest.mark.parametrize("damage", [None, truncate, change_a_byte, drop_the_checksum, garble_the_checksum])
 def test_a_damaged_cached_binary_is_never_loaded(torch_hook_cache, tmp_path, damage):
     """A cut copy of the cache (a partial rsync) used to be mapped and die with SIGBUS. Without a
     compiler, what is built again shows as the compiler's absence; an intact copy just loads."""
@@ -293,3 +297,68 @@ def test_link_flags_keep_a_library_directory_with_a_space_as_one_word(monkeypatc
     _torch_native._compile(torch, tmp_path, verbose=False)
     words = shlex.split(" ".join(passed["extra_ldflags"]))
     assert words == [f"-L{libdir}", "-l:libprofkit.so", f"-Wl,-rpath,{libdir}"]
+
+
+def test_a_successful_build_lets_the_next_enable_use_the_native_hook(monkeypatch):
+    # The fallback's warning advises a writable PROFKIT_CACHE_DIR or a
+    # compiler; once build() succeeds, enable() must try again.
+    from profkit.integrations import torch as integration
+
+    class Built:
+        path = "/cache/profkit_torch_hook.so"
+
+    monkeypatch.setattr(integration, "_native_failure", "cannot use the cache")
+    monkeypatch.setattr(integration, "_native_failure_is_tools", True)
+    monkeypatch.setattr(integration, "_fallback_warned", True)
+    monkeypatch.setattr(_torch_native, "load", lambda torch, **kwargs: Built())
+    assert integration.build() == Built.path
+    assert integration._native_failure is None and not integration._fallback_warned
+
+
+def test_a_failure_is_tried_again_in_another_cache(monkeypatch, tmp_path):
+    from profkit.integrations import torch as integration
+
+    tries = []
+
+    def refuse(torch, **kwargs):
+        tries.append(os.environ["PROFKIT_CACHE_DIR"])
+        raise _torch_native.NativeBuildError("read-only cache")
+
+    monkeypatch.setattr(integration, "_native_failure", None)
+    monkeypatch.setattr(integration, "_fallback_warned", True)  # no warning wanted here
+    monkeypatch.setattr(_torch_native, "load", refuse)
+    chooser = integration._Integration(torch, integration._Options(None, None, None, "auto", False))
+    for cache in ("a", "a", "b"):
+        monkeypatch.setenv("PROFKIT_CACHE_DIR", str(tmp_path / cache))
+        integration._choose_operator_recorder(chooser, "auto")
+    assert tries == [str(tmp_path / "a"), str(tmp_path / "b")]  # once per cache
+
+
+def test_the_cache_key_follows_the_c_abi_header(monkeypatch, tmp_path):
+    import profkit
+
+    before = _torch_native.build_dir(torch).name
+    include = tmp_path / "include" / "profkit"
+    include.mkdir(parents=True)
+    header = (_torch_native.Path(profkit.get_include()) / "profkit" / "profkit.h").read_text()
+    (include / "profkit.h").write_text(header.replace("#define PK_API_VERSION_MINOR", "#define PK_API_VERSION_MINOR 9 //"))
+    monkeypatch.setattr(_torch_native, "get_include", lambda: str(tmp_path / "include"))
+    assert _torch_native.build_dir(torch).name != before
+
+
+def test_a_compile_error_is_cut_to_lines_that_fit_and_a_full_disk_says_so():
+    command = "c++ " + "-I/some/long/include/path " * 200 + "-c hook.cpp"
+    text = _torch_native._explain(RuntimeError(f"Error building extension:\n{command}\nNo space left on device"))
+    assert max(len(line) for line in text.splitlines()) < 400
+    assert "No space left on device" in text
+    assert text.splitlines()[-1].startswith("The cache's disk is full: free space there, or")
+
+
+def test_scratch_directories_of_killed_builds_are_removed(tmp_path):
+    final = tmp_path / "torch_hook" / "key"
+    final.parent.mkdir()
+    for stale in ("key.build-abc", "key.build-def"):
+        (final.parent / stale / "key").mkdir(parents=True)
+    (final.parent / "other.build-xyz").mkdir()  # another key's: not this build's
+    _torch_native._remove_killed_builds(final)
+    assert sorted(p.name for p in final.parent.iterdir()) == ["other.build-xyz"]

@@ -139,6 +139,11 @@ def _key(torch: ModuleType) -> str:
     # different install of either gets a different build.
     for part in (get_library(), os.path.dirname(torch.__file__), torch.__version__, sys.version, *_CFLAGS):
         digest.update(b"\0" + part.encode())
+    # The hook inlines the C ABI's writer (profkit.h, the pk_thread_writer
+    # layout): a profkit whose header changed needs a new build, whatever
+    # its version string says.
+    digest.update(b"\0" + (Path(get_include()) / "profkit" / "profkit.h").read_bytes())
+    digest.update(b"\0" + str(_C.api_version()).encode())
     abi = sys.implementation.cache_tag or "py"
     return f"torch-{torch.__version__}-{abi}-profkit-{_C.version()}-{digest.hexdigest()[:16]}"
 
@@ -189,8 +194,8 @@ def _intact(binary: Path) -> bool:
         OSError: it cannot be read (other than not being there).
     """
     try:
-        expected = (binary.parent / _CHECKSUM).read_text()
-        return _checksum(binary) == expected
+        expected = (binary.parent / _CHECKSUM).read_bytes()  # bytes: a damaged file need not be text
+        return _checksum(binary).encode() == expected
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return False  # not built, or built by a profkit that wrote no checksum: build it (again)
 
@@ -291,12 +296,26 @@ def _compile(torch: ModuleType, into: Path, verbose: bool) -> ModuleType:
         )
 
 
+_EXPLAIN_LINE_CHARS = 300  # compile commands run to thousands of characters
+
+
 def _explain(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     lines = text.splitlines()
     if len(lines) > 20:  # a compiler's output: the first line and the end say what failed
         lines = lines[:1] + ["..."] + lines[-15:]
+    lines = [line if len(line) <= _EXPLAIN_LINE_CHARS else line[:_EXPLAIN_LINE_CHARS] + " ..." for line in lines]
+    if "No space left on device" in text or "Disk quota exceeded" in text:
+        lines.append(f"The cache's disk is full: free space there, or {_CACHE_REMEDY}")
     return "\n".join(lines)
+
+
+def _remove_killed_builds(final: Path) -> None:
+    """Removes the scratch directories of builds of ``final`` that were killed
+    (SIGKILL skips their cleanup). Called holding the build's lock: no other
+    build of ``final`` is running."""
+    for stale in final.parent.glob(final.name + ".build-*"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def load(
@@ -359,6 +378,7 @@ def _load_or_build(torch: ModuleType, final: Path, verbose: bool, out: IO[str], 
             flush=True,
         )
         started = time.perf_counter()
+        _remove_killed_builds(final)
         # mkdtemp's directory is private (0700); the build goes to one made
         # inside it with 0755, less the umask, so that once renamed into place
         # other users can load it too.

@@ -132,6 +132,7 @@ _lock = threading.RLock()
 _current: Optional[_Integration] = None
 _fallback_warned = False
 _native_failure: Optional[str] = None  # why the native hook could not be built in this process
+_native_failure_root: Optional[str] = None  # the cache it could not be built in
 _native_failure_is_tools = False  # ...because a C++ compiler or ninja is missing (installing them helps)
 _fork_handler_registered = False
 
@@ -286,8 +287,13 @@ def build(*, rebuild: bool = False, verbose: bool = False) -> str:
     """
     from . import _torch_native
 
+    global _native_failure, _native_failure_is_tools, _fallback_warned
     torch = _import_torch("build")
-    return str(_torch_native.load(torch, verbose=verbose, rebuild=rebuild).path)
+    path = str(_torch_native.load(torch, verbose=verbose, rebuild=rebuild).path)
+    # Built: the next enable() tries the native hook again (an earlier
+    # failure, remembered to spare each enable() a retry, is over).
+    _native_failure, _native_failure_is_tools, _fallback_warned = None, False, False
+    return path
 
 
 # ---- internals --------------------------------------------------------------------
@@ -326,15 +332,26 @@ def _apply(torch: ModuleType, options: _Options, chosen: str) -> _Enabled:
         return _Enabled(previous)
 
 
-def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
-    global _fallback_warned, _native_failure, _native_failure_is_tools
-    # "auto" tries to build once per process; "native" tries every time.
-    if chosen == "native" or (chosen == "auto" and _native_failure is None):
-        from . import _torch_native
+def _cache_root() -> Optional[str]:
+    from . import _torch_native
 
+    try:
+        return str(_torch_native.cache_root())
+    except _torch_native.NativeBuildError:  # no home directory: loading says so
+        return None
+
+
+def _choose_operator_recorder(integration: _Integration, chosen: str) -> None:
+    global _fallback_warned, _native_failure, _native_failure_is_tools, _native_failure_root
+    from . import _torch_native
+
+    # "auto" tries to build once per process and cache (the advice on a
+    # failure may be another PROFKIT_CACHE_DIR); "native" tries every time.
+    if chosen == "native" or (chosen == "auto" and (_native_failure is None or _native_failure_root != _cache_root())):
         try:
             native = _torch_native.load(integration.torch)
         except _torch_native.NativeBuildError as e:
+            _native_failure_root = _cache_root()
             _native_failure = str(e)
             _native_failure_is_tools = isinstance(e, _torch_native.MissingBuildTool)
             if chosen == "native":
