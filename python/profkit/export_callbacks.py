@@ -192,8 +192,9 @@ class TraceExporter:
         self.dir_name = os.fsdecode(dir_name)  # bytes too, as ProfilerResult.save takes them
         if not self.dir_name:
             raise ValueError("profkit: dir_name must not be empty ('.' is the current directory)")
-        # Absolute: a later os.chdir() must not send later windows elsewhere.
-        self.dir_name = os.path.abspath(self.dir_name)
+        # Where files go, absolute: a later os.chdir() must not send later
+        # windows elsewhere. (dir_name stays as given, for repr.)
+        self._directory = os.path.abspath(self.dir_name)
         if worker_name is not None:
             if not isinstance(worker_name, str):
                 raise TypeError(f"profkit: worker_name must be a str, not {type(worker_name).__name__}")
@@ -216,16 +217,16 @@ class TraceExporter:
         self.use_gzip = use_gzip
         self.suffix = (CHROME_SUFFIX if fmt == "json" else PKTRACE_SUFFIX) + (GZIP_SUFFIX if use_gzip else "")
         self.paths: List[str] = []
-        _make_dir(self.dir_name)
+        _make_dir(self._directory)
 
     def __call__(self, prof: "Profiler") -> None:
         result = prof.profiler_result
         worker = self.worker_name
         if not worker:
             worker = default_worker_name(result.info["rank"] if result is not None else None)
-        _make_dir(self.dir_name)  # again: it may have been removed since
+        _make_dir(self._directory)  # again: it may have been removed since
         file_name = trace_file_name(worker, self.suffix, _window_start_time(result))
-        path = _write_new_file(self.dir_name, file_name, self.suffix, lambda p: prof.export(p, format=self.format))
+        path = _write_new_file(self._directory, file_name, self.suffix, lambda p: prof.export(p, format=self.format))
         self.paths.append(path)
 
     def __repr__(self) -> str:
