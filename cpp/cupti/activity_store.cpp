@@ -101,9 +101,9 @@ bool ActivityStore::add_api_call(const ApiCall& call) {
 }
 
 bool ActivityStore::add_launch_seen_by_callback(const ApiCall& launch) {
-  // A cap of their own: most go again when their buffer completes, and
-  // counted with the records they would take room from the kernels CUPTI
-  // has not delivered yet.
+  // A cap of their own, apart from the records': most are forgotten when
+  // their buffer completes, and counted with the records they would take
+  // the room of kernels CUPTI has not delivered yet.
   if (launches_seen_by_callback_.size() >= max_records_) {
     // Counted as lost at the collect unless a runtime record claims it
     // first: the runtime's inner launches are no records of their own.
