@@ -390,3 +390,17 @@ def test_torchs_infra_modes_keep_their_slots_below_ours(pk_torch):
             torch.ones(2).mul(2)
         assert dispatch_modes() == [fake, user]
     assert dispatch_modes() == [] and "aten::mul" in operators(prof)
+
+
+def test_enabling_again_and_again_keeps_no_more_hidden_code(pk_torch):
+    # Each recorder's copy of the dispatch wrapper's code was kept for good:
+    # about 450 bytes an enable()/disable() cycle, without end.
+    from profkit import _python_stacks
+
+    pk_torch.enable(backend="python")
+    pk_torch.disable()
+    hidden = len(_python_stacks._HIDDEN)
+    for _ in range(20):
+        pk_torch.enable(backend="python")
+        pk_torch.disable()
+    assert len(_python_stacks._HIDDEN) == hidden

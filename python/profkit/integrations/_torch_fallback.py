@@ -162,6 +162,12 @@ class _ModeStack:
                 self._push(mode)
 
 
+# The wrapper code of our __torch_dispatch__, copied once per process: a copy
+# per recorder (one per enable()) was kept for good by runs_for_profkit, a
+# leak of about 450 bytes an enable()/disable() cycle.
+_dispatch_wrapper_code: Dict[Any, Any] = {}  # torch's wrapper code -> our copy
+
+
 def _hide_dispatch_plumbing(mode_class: type) -> None:
     """with_stack: leaves out the Python calls torch makes only because the mode is pushed.
 
@@ -182,7 +188,10 @@ def _hide_dispatch_plumbing(mode_class: type) -> None:
     """
     entry = mode_class.__dict__.get("__torch_dispatch__")
     if isinstance(entry, FunctionType) and getattr(entry, "__wrapped__", None) is not None:
-        entry.__code__ = entry.__code__.replace()
+        copy = _dispatch_wrapper_code.get(entry.__code__)
+        if copy is None:
+            copy = _dispatch_wrapper_code[entry.__code__] = entry.__code__.replace()
+        entry.__code__ = copy
         runs_for_profkit(entry)
     try:
         find_rule = importlib.import_module("torch._library.simple_registry").find_torch_dispatch_rule
