@@ -148,6 +148,12 @@ def test_where_it_cannot_build_the_python_fallback_records_after_one_warning(
     assert "operators: ['aten::addmm', 'aten::mm']" in lines
     assert not list((tmp_path / "torch_hook").glob("*/profkit_torch_hook.so"))  # nothing half-built left
     assert not list((tmp_path / "torch_hook").glob("*.build-*"))  # no scratch directory either
+    # A compile error is left for the processes that waited for it (they do not repeat it).
+    failed = list((tmp_path / "torch_hook").glob("*.failed"))
+    if compiler == "/bin/false":
+        assert len(failed) == 1 and failed[0].read_text().startswith("building the native PyTorch hook failed")
+    else:
+        assert failed == []
 
 
 def test_an_unwritable_cache_is_a_clear_error(torch_hook_cache, tmp_path):
@@ -362,3 +368,26 @@ def test_scratch_directories_of_killed_builds_are_removed(tmp_path):
     (final.parent / "other.build-xyz").mkdir()  # another key's: not this build's
     _torch_native._remove_killed_builds(final)
     assert sorted(p.name for p in final.parent.iterdir()) == ["other.build-xyz"]
+
+
+def test_a_process_that_waited_for_a_failed_build_does_not_repeat_it(monkeypatch, tmp_path):
+    # Eight ranks on a cold cache with a compiler that fails: each one waited
+    # for the one before, then failed the same way after as long again.
+    import contextlib
+
+    monkeypatch.setenv("PROFKIT_CACHE_DIR", str(tmp_path))
+    final = _torch_native.build_dir(torch)
+    final.parent.mkdir(parents=True)
+    (final.parent / (final.name + ".failed")).write_text("building the native PyTorch hook failed: error: boom")
+
+    @contextlib.contextmanager
+    def waited_for_another(lock_path, on_wait):
+        on_wait()  # as when the lock was held by the process that just failed
+        yield
+
+    compiled = []
+    monkeypatch.setattr(_torch_native, "_exclusive", waited_for_another)
+    monkeypatch.setattr(_torch_native, "_compile", lambda *args: compiled.append(args))
+    with pytest.raises(_torch_native.NativeBuildError, match="error: boom .the build another process just ran"):
+        _torch_native.load(torch, notice=io.StringIO())
+    assert compiled == []

@@ -310,6 +310,28 @@ def _explain(error: BaseException) -> str:
     return "\n".join(lines)
 
 
+def _write_failure(path: Path, why: str) -> None:
+    """Leaves why a build failed for the processes waiting for it (best effort)."""
+    try:
+        path.write_text(why)
+    except OSError:
+        pass  # they build for themselves, as before
+
+
+def _read_failure(path: Path) -> Optional[str]:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _remove_failure(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
 def _remove_killed_builds(final: Path) -> None:
     """Removes the scratch directories of builds of ``final`` that were killed
     (SIGKILL skips their cleanup). Called holding the build's lock: no other
@@ -357,14 +379,25 @@ def _load_or_build(torch: ModuleType, final: Path, verbose: bool, out: IO[str], 
             f"cannot create the cache directory {final.parent}: {e.strerror or e}; {_CACHE_REMEDY}"
         ) from e
 
+    waited = False
+
     def say_waiting() -> None:
+        nonlocal waited
+        waited = True
         print(f"profkit: waiting for another process building the native PyTorch hook in {final}", file=out)
 
+    failure = final.parent / (final.name + ".failed")
     with _exclusive(final.parent / (final.name + ".lock"), say_waiting):
         if not rebuild:  # built by the process we waited for?
             module = _load_cached(binary)
             if module is not None:
                 return NativeHook(module, binary, False, 0.0)
+        if waited and not rebuild:
+            # Its build failed: the same one here would fail the same way,
+            # after as long again (eight DDP ranks, one after another).
+            why = _read_failure(failure)
+            if why is not None:
+                raise NativeBuildError(f"{why} (the build another process just ran, while this one waited)")
         _require_tools()
         why = "first use"
         if rebuild:
@@ -388,10 +421,14 @@ def _load_or_build(torch: ModuleType, final: Path, verbose: bool, out: IO[str], 
             scratch.mkdir(0o755)
             try:
                 module = _compile(torch, scratch, verbose)
-            except NativeBuildError:
+            except NativeBuildError as e:
+                _write_failure(failure, str(e))
                 raise
             except Exception as e:  # cpp_extension raises RuntimeError, OSError, CalledProcessError...
-                raise NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}") from e
+                error = NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}")
+                _write_failure(failure, str(error))
+                raise error from e
+            _remove_failure(failure)
             (scratch / _CHECKSUM).write_text(_checksum(scratch / _BINARY))
             if final.exists():
                 shutil.rmtree(final)
