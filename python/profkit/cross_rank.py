@@ -34,7 +34,7 @@ Thread-safety: the functions are pure; a CrossRankSummary is immutable.
 import os
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -331,13 +331,15 @@ def cross_rank_summary(
     if names is not None and len(names) != len(sources):
         raise ValueError(f"cross_rank_summary: {len(names)} names for {len(sources)} sources")
     _refuse_duplicate_names(names)
+    taken: Set[str] = {name for name in names or () if name is not None}
     figures = []
     for index, source in enumerate(sources):
         # One trace in memory at a time: a job's ranks together can be far
         # more than the machine holds (64 ranks of 1 GB each).
         result, path = _as_result(source)
         given = names[index] if names is not None else None
-        name = given if given is not None else _default_name(result.info(), path, index)
+        name = given if given is not None else _unused(_default_name(result.info(), path, index), taken)
+        taken.add(name)
         figures.append(rank_figures(result, name, path))
         del result
     _warn_duplicate_ranks(figures)
@@ -346,6 +348,18 @@ def cross_rank_summary(
     computing = [r for r in figures if r.computation_ns is not None]
     most = max(computing, key=lambda r: r.computation_ns or 0.0) if len(computing) > 1 else None
     return CrossRankSummary(ranks=figures, slowest=slowest, fastest=fastest, most_computation=most)
+
+
+def _unused(name: str, taken: Set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... when taken (two traces claiming
+    one rank), as profkit merge names them: rows of one name could not be
+    told apart in the findings."""
+    k = 1
+    candidate = name
+    while candidate in taken:
+        k += 1
+        candidate = f"{name}-{k}"
+    return candidate
 
 
 def _refuse_duplicate_names(names: Optional[Sequence[Optional[str]]]) -> None:

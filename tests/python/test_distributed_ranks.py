@@ -106,7 +106,7 @@ def test_a_profkit_chrome_trace_is_a_source_named_like_its_pktrace(tmp_path):
     r.save(str(tmp_path / "w.pktrace"))
     r.export_chrome_tracing(str(tmp_path / "w.trace.json"))
     rows = cross_rank_summary([str(tmp_path / "w.pktrace"), str(tmp_path / "w.trace.json")]).ranks
-    assert [row.name for row in rows] == ["w", "w"]
+    assert [row.name for row in rows] == ["w", "w-2"]  # one stem, told apart as profkit merge does
     assert rows[0].step_ns == rows[1].step_ns and rows[0].communication_ns == rows[1].communication_ns
 
 
@@ -273,6 +273,15 @@ def test_two_traces_of_one_rank_are_a_warning():
     with pytest.warns(profkit.ProfilerWarning, match="both claim rank 0 of world size 2; give one trace per rank"):
         summary = cross_rank_summary([r0, again, rank_window(1, 2, 0.001, 0.001)], names=["a", "b", None])
     assert [r.name for r in summary.ranks] == ["a", "b", "rank1"]
+
+
+def test_two_traces_of_one_rank_get_rows_of_their_own_names():
+    # Default names alike ("rank0" twice) made findings that named one row
+    # for two ("Slowest rank (*): rank0 ... over the fastest (rank0, ...)").
+    r0, again = rank_window(0, 2, 0.001, 0.001), rank_window(0, 2, 0.002, 0.001)
+    with pytest.warns(profkit.ProfilerWarning, match="both claim rank 0"):
+        summary = cross_rank_summary([r0, again, rank_window(1, 2, 0.001, 0.001)], names=[None, None, "rank0-2x"])
+    assert sorted(r.name for r in summary.ranks) == ["rank0", "rank0-2", "rank0-2x"]
 
 
 def figures(name, rank, computation_ms, communication_ms, step_ms=10):
