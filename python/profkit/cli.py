@@ -467,7 +467,7 @@ def _count(n: int, one: str, many: Optional[str] = None) -> str:
 def _print_warnings(caught: List[warnings.WarningMessage]) -> None:
     """Warnings as the command line's one-line messages on stderr."""
     for w in caught:
-        text = _one_line(w.message).replace("profkit merge: ", "").replace("cross_rank_summary: ", "")
+        text = _one_line(w.message)
         print(f"profkit: warning: {text}", file=sys.stderr)
 
 
@@ -479,8 +479,12 @@ def _one_line(error: BaseException) -> str:
             text = error.strerror
     text = " ".join(text.split())
     # The line begins "profkit: error: " already; a message of the library's
-    # that carries its own prefix would say it twice.
-    return text[len("profkit: ") :] if text.startswith("profkit: ") else text
+    # that carries its own prefix would say it twice, and one that names the
+    # Python function it came from names none the user called.
+    for prefix in ("profkit: ", "profkit merge: ", "load_profiler_result: ", "cross_rank_summary: "):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
 
 
 def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:

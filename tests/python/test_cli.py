@@ -270,3 +270,9 @@ def test_stacks_to_a_device_suggests_the_pipe(trace, tmp_path):
     code, out, err = run("stacks", trace, "-o", "/dev/null")
     assert code == 0, err
     assert "... | flamegraph.pl" in out + err and "/dev/null.svg" not in out + err
+
+
+def test_errors_name_no_python_function_the_user_did_not_call(tmp_path):
+    code, _, err = run("info", str(tmp_path))
+    assert code == 1 and err.startswith("profkit: error: '") and "is a directory" in err, err
+    assert "load_profiler_result" not in err
