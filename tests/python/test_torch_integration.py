@@ -556,6 +556,33 @@ def test_torch_compile_compiles_inside_a_window_as_without_profkit(pk_torch, bac
 
 
 @pytest.mark.parametrize("backend", ["native", "python"])
+def test_a_compiled_optimizer_step_stays_compiled_once_enabled(pk_torch, backend):
+    # The fallback's optimizer step hooks began a RecordEvent while Dynamo
+    # traced the step: a graph break that sent torch's step wrapper back to
+    # eager ("Failed to handle graph break gracefully"), even with no window.
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    model = nn.Linear(16, 4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    compiled_step = torch.compile(optimizer.step, backend="eager")
+
+    def train_step():
+        model(torch.randn(8, 16)).sum().backward()
+        compiled_step()
+
+    train_step()
+    torchs_own = set(counters["graph_break"])  # torch's optimizers break the graph on purpose
+    pk_torch.enable(backend=backend)
+    train_step()
+    with profkit.Profiler(on_trace_ready=lambda p: None):
+        train_step()
+    assert set(counters["graph_break"]) <= torchs_own, set(counters["graph_break"]) - torchs_own
+    assert counters["frames"]["total"] == counters["frames"]["ok"], dict(counters["frames"])
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
 def test_activation_checkpointing_recomputes_inside_backward_not_as_a_forward(pk_torch, backend):
     from torch.utils.checkpoint import checkpoint
 

@@ -340,11 +340,17 @@ class PythonHooks:
         optim = importlib.import_module("torch.optim.optimizer")
         steps = _optimizer_steps
         step_name = self._step_names
+        # As the step wrappers: while torch.compile traces a step, Dynamo
+        # sees torch's hooks and none of ours (a RecordEvent there was a
+        # graph break that sent the whole compiled step back to eager).
+        compiler_tracing = _compiler_tracing(self._torch)
 
         # Every path to a step runs torch's hooked step and so these hooks,
         # the wrappers below too but for a step method kept from before
         # enable() (an LR scheduler made then keeps the optimizer's).
         def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            if compiler_tracing():
+                return
             open_steps = steps.open
             if open_steps and not steps.wrapped:
                 # A step outside all of our wrappers (through a step method
@@ -357,6 +363,8 @@ class PythonHooks:
             open_steps.append(event)
 
         def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            if compiler_tracing():
+                return
             open_steps = steps.open
             if open_steps:
                 open_steps.pop().end()
