@@ -250,17 +250,16 @@ def _default_stacks_output(path: str) -> str:
     return path + STACKS_SUFFIX
 
 
-def _default_output_of(path: str, default: str) -> str:
-    """The output named after input ``path``, refused up front when ``path``
-    is no regular file (``<(...)``, a FIFO, /dev/stdin): its name gives none
-    that can be written, and the input can be read only once."""
+def _refuse_to_name_an_output_after(path: str) -> None:
+    """Refuses, before reading it, an input that is no regular file
+    (``<(...)``, a FIFO, /dev/stdin) when no ``-o`` was given: its name gives
+    no output that can be written, and it can be read only once."""
     try:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except OSError:  # missing or unreadable: loading says so
-        return default
+        return
     if not regular:
         raise _UsageError(f"{path!r} is not a regular file (a pipe?): give the file to write with -o OUT")
-    return default
 
 
 def _output_file(output: str) -> str:
@@ -308,9 +307,11 @@ def _say_written(output: str, text: str) -> None:
 def _export(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    output = (
-        _default_output_of(args.file, _default_output(args.file)) if args.output is None else _output_file(args.output)
-    )
+    if args.output is None:
+        _refuse_to_name_an_output_after(args.file)
+        output = _default_output(args.file)
+    else:
+        output = _output_file(args.output)
     to_pktrace = _has_suffix(without_gzip_suffix(output), PKTRACE_SUFFIX)  # x.pktrace.gz: a compressed one
     if to_pktrace and (args.label_durations or args.no_flows):
         raise _UsageError("--label-durations and --no-flows shape Chrome JSON; a .pktrace output keeps everything")
@@ -329,11 +330,11 @@ def _export(args: argparse.Namespace) -> None:
 def _stacks(args: argparse.Namespace) -> None:
     from .result import load_profiler_result
 
-    output = (
-        _default_output_of(args.file, _default_stacks_output(args.file))
-        if args.output is None
-        else _output_file(args.output)
-    )
+    if args.output is None:
+        _refuse_to_name_an_output_after(args.file)
+        output = _default_stacks_output(args.file)
+    else:
+        output = _output_file(args.output)
     _refuse_own_input(args.file, output)
     result = load_profiler_result(args.file)
     result.export_stacks(output, metric=args.metric)  # compressed when named .gz, as every output

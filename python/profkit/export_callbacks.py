@@ -28,6 +28,7 @@ import uuid
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from . import _rank
+from ._gzip_files import remove_quietly
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiler import Profiler
@@ -157,7 +158,7 @@ def _write_new_file(dir_name: str, file_name: str, suffix: str, write: Callable[
         write(written)
         return _publish(written, dir_name, file_name, suffix)
     except OSError as e:
-        _remove_quietly(written)
+        remove_quietly(written)
         if written not in str(e):
             raise
         # The engine names the file it wrote, the hidden one, gone now.
@@ -169,15 +170,9 @@ def _write_new_file(dir_name: str, file_name: str, suffix: str, write: Callable[
             "dir_name (the window is still in prof.profiler_result: prof.export(path) writes it elsewhere)",
         ) from e
     except BaseException:
-        _remove_quietly(written)
+        remove_quietly(written)
         raise
 
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass  # never written, or gone: the export's own error is what matters
 
 
 class TraceExporter:

@@ -50,6 +50,7 @@ from types import ModuleType
 from typing import IO, Callable, Dict, Iterator, NamedTuple, Optional
 
 from .. import _C
+from .._gzip_files import remove_quietly
 from .._paths import get_include, get_library
 
 __all__ = ["NativeHook", "NativeBuildError", "MissingBuildTool", "cache_root", "build_dir", "load"]
@@ -325,13 +326,6 @@ def _read_failure(path: Path) -> Optional[str]:
         return None
 
 
-def _remove_failure(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
-
-
 def _remove_killed_builds(final: Path) -> None:
     """Removes the scratch directories of builds of ``final`` that were killed
     (SIGKILL skips their cleanup). Called holding the build's lock: no other
@@ -428,7 +422,7 @@ def _load_or_build(torch: ModuleType, final: Path, verbose: bool, out: IO[str], 
                 error = NativeBuildError(f"building the native PyTorch hook failed: {_explain(e)}")
                 _write_failure(failure, str(error))
                 raise error from e
-            _remove_failure(failure)
+            remove_quietly(str(failure))  # built: nothing to tell a waiter any more
             (scratch / _CHECKSUM).write_text(_checksum(scratch / _BINARY))
             if final.exists():
                 shutil.rmtree(final)
